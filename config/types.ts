@@ -1,0 +1,154 @@
+// Shared domain types. Every other folder imports these; this file imports nothing of ours.
+// Units inside Jupiter: seconds and bytes, always.
+import type { Graph } from '@dagrejs/graphlib';
+
+/** Literal child name that marks a sink: the task's outputs go back to the home. */
+export const HOME = 'home';
+
+/** Names usable as queue, container and file names. */
+export const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+export type ScriptLanguage = 'python' | 'javascript' | 'typescript' | 'shell';
+
+export interface TaskSpec {
+  name: string;
+  /** Inputs of the same stream item needed before the task runs (a join when > 1). */
+  numInputs: number;
+  /** FLAG: true = every output to every child; false = i-th output to i-th child. */
+  broadcast: boolean;
+  /** Children in file order; may contain HOME. Empty for non-DAG helper tasks. */
+  children: string[];
+  /** false for `<name> 1 false <name>` helper tasks that run once as scripts. */
+  isDag: boolean;
+  /** Script basename from scripts/config.json taskname_map. */
+  script: string;
+  /** Absolute path of the script file. */
+  scriptFile: string;
+  language: ScriptLanguage;
+  /** Extra taskname_map entries (arguments of a non-DAG helper). */
+  args: Array<string | number | boolean>;
+  /** exec_profiler flag: false means the execution profiler skips this task. */
+  execProfiler: boolean;
+  /** 1-based line in configuration.txt. */
+  line: number;
+}
+
+export interface AppSpec {
+  name: string;
+  /** Absolute app folder. */
+  dir: string;
+  /** Every task in configuration.txt order (the first DAG task is the entry task). */
+  tasks: TaskSpec[];
+  /** DAG tasks only, in file order. */
+  dagTasks: string[];
+  /** DAG tasks with no DAG parent: the home feeds them. */
+  entryTasks: string[];
+  /** DAG tasks with `home` among their children. */
+  sinkTasks: string[];
+  /** DAG over DAG tasks only; edge labels are undefined, node labels are the TaskSpec. */
+  graph: Graph<TaskSpec, undefined>;
+  /** Optional trailing `<task> <node>` lines. */
+  staticPlacement: Record<string, string>;
+  /** app_config.ini sections. */
+  ports: { docker: Record<string, number>; service: Record<string, number> };
+  /** name_convert.txt: task -> [output token, input token]; key `input` for the global input. */
+  nameConvert: Record<string, { output: string; input: string }>;
+  /** input_node.txt: entry task -> node. */
+  inputNode: Record<string, string>;
+  /** Absolute paths of the files in sample_input/, sorted. */
+  sampleInputs: string[];
+  /** Extra keys of scripts/config.json that apps may add. */
+  extra: Record<string, unknown>;
+}
+
+// ---- cluster configuration ----
+
+export type DockerEndpoint =
+  | { kind: 'socket'; socketPath: string }
+  | { kind: 'tcp'; host: string; port: number; tls?: { ca?: string; cert?: string; key?: string } }
+  | { kind: 'ssh'; host: string; port?: number; username?: string };
+
+export interface NodeConfig {
+  name: string;
+  /** Host name or address of the machine. */
+  host: string;
+  /** Docker engine of this node (docker runtime). */
+  docker?: DockerEndpoint;
+  /** Where this node's agent listens for probes: host:port. */
+  agent?: { host: string; port: number };
+}
+
+export type RuntimeName = 'process' | 'docker';
+
+export interface ClusterConfig {
+  /** Where the configuration came from (file paths), or 'embedded default'. */
+  source: string;
+  /** true when Jupiter starts its own Redis and MQTT broker. */
+  embedded: boolean;
+  /** Redis URL; undefined = a private redis-server started by Jupiter. */
+  redisUrl?: string;
+  mqtt: { url?: string; username?: string; password?: string; compat: boolean };
+  mapper: string;
+  runtime: RuntimeName;
+  /** First entry is always the home. */
+  home: NodeConfig;
+  /** Compute nodes (never the home). */
+  nodes: NodeConfig[];
+  docker: {
+    baseImage: string;
+    network: 'host' | 'bridge';
+    cpus: number;
+    memoryMb: number;
+  };
+  /** Key prefix for everything Jupiter writes to Redis. */
+  redisPrefix: string;
+  /** Folder for state of the embedded stack and deployments. */
+  stateDir: string;
+}
+
+// ---- profiles (written by profilers/, read by the mapping pipeline) ----
+
+export interface NodeResources {
+  node: string;
+  cpuPercent: number;
+  cpuMean: number;
+  memPercent: number;
+  memMean: number;
+  cores: number;
+  load1: number;
+  freeMemBytes: number;
+  /** ms since epoch */
+  updatedAt: number;
+}
+
+/** Transfer time of a link: seconds = a*bytes^2 + b*bytes + c (DRUPE's quadratic, in our units). */
+export interface LinkProfile {
+  from: string;
+  to: string;
+  a: number;
+  b: number;
+  c: number;
+  latencySec: number;
+  bandwidthBytesPerSec: number;
+  samples: number;
+  updatedAt: number;
+}
+
+export interface ExecProfile {
+  app: string;
+  task: string;
+  node: string;
+  durationSec: number;
+  outputBytes: number;
+  updatedAt: number;
+}
+
+export interface ProfileSnapshot {
+  nodes: NodeResources[];
+  links: LinkProfile[];
+  exec: ExecProfile[];
+  takenAt: number;
+}
+
+/** A task -> node placement. */
+export type Mapping = Record<string, string>;

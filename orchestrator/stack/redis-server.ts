@@ -1,0 +1,110 @@
+// A private redis-server process: the embedded default's Redis, and the one tests start.
+// Settings follow BullMQ's production advice: noeviction, and append-only persistence when asked.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { runtimeError } from '../../config/errors.js';
+import { freePort } from './free-port.js';
+
+export interface RedisServerOptions {
+  /** Data and log folder. */
+  dir: string;
+  port?: number;
+  bind?: string;
+  /** Append-only persistence (survives a restart of the server). */
+  appendOnly?: boolean;
+  password?: string;
+  /** Keep running after this process exits (embedded stack). */
+  detached?: boolean;
+  binary?: string;
+}
+
+export class RedisServer {
+  private child?: ChildProcess;
+  port = 0;
+  private readonly opts: RedisServerOptions;
+
+  constructor(opts: RedisServerOptions) {
+    this.opts = opts;
+  }
+
+  get url(): string {
+    const auth = this.opts.password ? `:${encodeURIComponent(this.opts.password)}@` : '';
+    return `redis://${auth}${this.opts.bind ?? '127.0.0.1'}:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async start(timeoutMs = 10_000): Promise<this> {
+    this.port = this.opts.port ?? (await freePort());
+    mkdirSync(this.opts.dir, { recursive: true });
+    const args = [
+      '--port', String(this.port),
+      '--bind', this.opts.bind ?? '127.0.0.1',
+      '--dir', this.opts.dir,
+      '--save', '',
+      '--appendonly', this.opts.appendOnly ? 'yes' : 'no',
+      '--appendfsync', 'everysec',
+      '--maxmemory-policy', 'noeviction',
+      '--daemonize', 'no',
+    ];
+    if (this.opts.password) args.push('--requirepass', this.opts.password);
+    const log = openSync(join(this.opts.dir, 'redis.log'), 'a');
+    const child = spawn(this.opts.binary ?? 'redis-server', args, {
+      stdio: ['ignore', log, log],
+      detached: this.opts.detached ?? false,
+    });
+    closeSync(log);
+    this.child = child;
+    const failed = new Promise<never>((_, reject) => {
+      child.once('error', (e) => reject(runtimeError(`cannot start redis-server: ${e.message}`, {
+        hint: 'install it with `npm run setup` (Debian package redis-server) or set JUPITER_REDIS_URL',
+      }, e)));
+      child.once('exit', (code) => reject(runtimeError(`redis-server exited with code ${code}`, {
+        file: join(this.opts.dir, 'redis.log'),
+      })));
+    });
+    await Promise.race([waitForRedis(this.url, timeoutMs), failed]);
+    child.removeAllListeners('exit');
+    if (this.opts.detached) child.unref();
+    return this;
+  }
+
+  /** Stop the server (SIGTERM, then SIGKILL after a grace period). */
+  async stop(graceMs = 3000): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Kill -9, for fault tests. */
+  kill(): void {
+    this.child?.kill('SIGKILL');
+  }
+}
+
+/** Resolve once a PING succeeds at url, or fail after timeoutMs. */
+export async function waitForRedis(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.ping();
+      client.disconnect();
+      return;
+    } catch (e) {
+      client.disconnect();
+      if (Date.now() > deadline) throw runtimeError(`Redis at ${url.replace(/\/\/:[^@]*@/, '//***@')} is not reachable: ${(e as Error).message}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a Debian machine with Node 20: system packages that are missing
+# (when apt-get is available and we are root), npm dependencies, and the build.
+# Usage: scripts/setup.sh [--quiet]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QUIET=${1:-}
+say() { [ "$QUIET" = "--quiet" ] || echo "setup: $*"; }
+
+# command -> Debian package providing it
+declare -A PKG=(
+  [redis-server]=redis-server
+  [redis-benchmark]=redis-tools
+  [mosquitto]=mosquitto
+  [python3]=python3
+  [dockerd]=docker.io
+  [chromium]=chromium
+  [ip]=iproute2
+  [tc]=iproute2
+)
+missing=()
+for cmd in "${!PKG[@]}"; do
+  if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$cmd" ]; then
+    missing+=("${PKG[$cmd]}")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: missing packages ${missing[*]} (no root apt-get here); features needing them are skipped" >&2
+  fi
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm dependencies"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+say "building"
+npx tsc -p tsconfig.json
+say "ready"

@@ -26,7 +26,7 @@ export default tseslint.config(
   },
   { files: ['config/**/*.ts'], rules: forbid('mappers', 'profilers', 'circe', 'orchestrator') },
   { files: ['mappers/**/*.ts'], rules: forbid('profilers', 'circe', 'orchestrator') },
-  { files: ['profilers/**/*.ts'], rules: forbid('circe', 'orchestrator') },
+  { files: ['profilers/**/*.ts'], rules: forbid('orchestrator') },
   { files: ['circe/**/*.ts'], rules: forbid('mappers', 'profilers', 'orchestrator') },
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
   { files: ['orchestrator/dashboard/static/**/*.js'], languageOptions: { globals: { ...globals.browser } } },

@@ -34,3 +34,29 @@ export interface ItemDoneEvent {
 }
 
 export type AppEvent = TaskEvent | ItemDoneEvent;
+
+/** One task of the mapper's predicted schedule (seconds from the start of one item). */
+export interface ScheduledTask {
+  task: string;
+  node: string;
+  start: number;
+  finish: number;
+}
+
+/**
+ * The current deployment of an app, stored as JSON at `redisKeys(prefix).mapping(app)` by the
+ * deploy pipeline; the telemetry bridge publishes it (retained) on `jupiter/<app>/mapping`.
+ */
+export interface MappingRecord {
+  app: string;
+  mapper: string;
+  /** task -> node */
+  mapping: Record<string, string>;
+  schedule: ScheduledTask[];
+  /** Predicted makespan of one item, seconds. */
+  predictedMakespan: number;
+  /** ms since epoch */
+  ts: number;
+  /** The DAG, so that viewers can draw it: children exclude `home`; `sink` marks tasks that feed the home. */
+  dag?: { tasks: Array<{ name: string; children: string[]; sink?: boolean }> };
+}

@@ -10,6 +10,12 @@
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
 //   P app:<app>:...                    everything of one deployed app (queues, joins, blobs, records, events)
 //   P wave:<app>:...                   distributed WAVE messages of one mapping run
+//   P apps                             set    names of apps that were ever deployed (telemetry discovery)
+//   P app:<app>:events                 stream TaskEvent / ItemDoneEvent JSON (field `json`), capped
+//   P app:<app>:mapping                string MappingRecord JSON of the current deployment
+//   P agent:<node>:inbox               list   requests to one agent (JSON messages: exec profiling,
+//                                             WAVE assignments); the agent BLPOPs it
+//   P reply:<id>                       list   replies to one request (agents RPUSH, requester BLPOPs); TTL
 
 export const DEFAULT_PREFIX = 'jupiter:';
 
@@ -26,6 +32,16 @@ export interface Keys {
   /** BullMQ prefix for the app's queues (queue names are task names). */
   queuePrefix(app: string): string;
   wave(app: string): string;
+  /** Requests to one node agent (profilers/agent). */
+  agentInbox(node: string): string;
+  /** Replies to one request id. */
+  reply(id: string): string;
+  /** Set of deployed app names; the telemetry bridge also finds apps by SCAN. */
+  apps(): string;
+  /** Capped stream of the app's runtime events (config/events.ts), field `json`. */
+  events(app: string): string;
+  /** MappingRecord JSON (config/events.ts) of the app's current deployment. */
+  mapping(app: string): string;
 }
 
 export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
@@ -41,5 +57,10 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     app: (a) => `${p}app:${a}:`,
     queuePrefix: (a) => `${p}app:${a}:q`,
     wave: (a) => `${p}wave:${a}:`,
+    apps: () => `${p}apps`,
+    events: (a) => `${p}app:${a}:events`,
+    mapping: (a) => `${p}app:${a}:mapping`,
+    agentInbox: (n) => `${p}agent:${n}:inbox`,
+    reply: (id) => `${p}reply:${id}`,
   };
 }

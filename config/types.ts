@@ -45,8 +45,9 @@ export interface AppSpec {
   entryTasks: string[];
   /** DAG tasks with `home` among their children. */
   sinkTasks: string[];
-  /** DAG over DAG tasks only; edge labels are undefined, node labels are the TaskSpec. */
-  graph: Graph<TaskSpec, undefined>;
+  /** DAG over DAG tasks only; graph label = app name, node labels are the TaskSpec, edge labels undefined.
+   *  (graphlib's type parameters are <GraphLabel, NodeLabel, EdgeLabel>.) */
+  graph: Graph<string, TaskSpec, undefined>;
   /** Optional trailing `<task> <node>` lines. */
   staticPlacement: Record<string, string>;
   /** app_config.ini sections. */
@@ -59,6 +60,8 @@ export interface AppSpec {
   sampleInputs: string[];
   /** Extra keys of scripts/config.json that apps may add. */
   extra: Record<string, unknown>;
+  /** Lines of the static placement (configuration.txt) and input_node.txt entries, for messages. */
+  sourceLines?: { staticPlacement: Record<string, number>; inputNode: Record<string, number> };
 }
 
 // ---- cluster configuration ----
@@ -99,6 +102,8 @@ export interface ClusterConfig {
     network: 'host' | 'bridge';
     cpus: number;
     memoryMb: number;
+    /** Restart policy of task containers (docker runtime); default 'on-failure'. */
+    restart?: 'on-failure' | 'unless-stopped';
   };
   /** Key prefix for everything Jupiter writes to Redis. */
   redisPrefix: string;
@@ -132,6 +137,10 @@ export interface LinkProfile {
   bandwidthBytesPerSec: number;
   samples: number;
   updatedAt: number;
+  /** Which model the fit ended up as (profilers/network/fit.ts): quadratic, linear or clamped. */
+  model?: 'quadratic' | 'linear' | 'clamped';
+  /** ms since epoch of the newest probe sample behind the fit. */
+  sampledAt?: number;
 }
 
 export interface ExecProfile {

@@ -1,0 +1,19 @@
+"""task0 of the dummy app: entry task, FLAG false: the i-th output goes to the i-th child."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dummy_lib import main, run  # noqa: E402
+
+TASK = "task0"
+CHILDREN = ["task1", "task2", "task3"]
+BROADCAST = False
+
+
+def task(filename, pathin, pathout):
+    """Jupiter's contract: filename is a str (one input) or a list (a join); returns output paths."""
+    return run(TASK, CHILDREN, BROADCAST, filename, pathin, pathout)
+
+
+if __name__ == "__main__":
+    main(task)

@@ -1,0 +1,19 @@
+"""task6 of the dummy app: sink: join of task2, task4 and task5; its output goes back to the home."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dummy_lib import main, run  # noqa: E402
+
+TASK = "task6"
+CHILDREN = ["home"]
+BROADCAST = False
+
+
+def task(filename, pathin, pathout):
+    """Jupiter's contract: filename is a str (one input) or a list (a join); returns output paths."""
+    return run(TASK, CHILDREN, BROADCAST, filename, pathin, pathout)
+
+
+if __name__ == "__main__":
+    main(task)

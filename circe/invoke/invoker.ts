@@ -1,0 +1,80 @@
+// Calls one task's code for one item. Python: Jupiter's `task(filename, pathin, pathout)` in a
+// persistent interpreter (`filename` is a str for one input, a list for several). JavaScript or
+// TypeScript: an exported `task(inputs, pathin, pathout)`, sync or async, loaded once.
+import { pathToFileURL } from 'node:url';
+import type { AppSpec, TaskSpec } from '../../config/types.js';
+import { inputError } from '../../config/errors.js';
+import { checkOutputs } from './paths.js';
+import { PythonWorker } from './python.js';
+
+export interface TaskInvoker {
+  /** Run the task on files already in pathin; returns real output paths inside pathout. */
+  invoke(inputs: string[], pathin: string, pathout: string): Promise<string[]>;
+  close(): Promise<void>;
+  /** pid of the persistent Python worker (undefined for JS/TS tasks). */
+  readonly pid?: number;
+}
+
+type JsTask = (inputs: string[], pathin: string, pathout: string) => unknown;
+
+async function loadJsTask(task: TaskSpec): Promise<JsTask> {
+  const url = pathToFileURL(task.scriptFile).href;
+  let mod: Record<string, unknown>;
+  if (task.language === 'typescript') {
+    // tsx only when a TypeScript task needs it: it hooks module loading of this file alone.
+    const { tsImport } = await import('tsx/esm/api');
+    mod = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  } else {
+    mod = (await import(url)) as Record<string, unknown>;
+  }
+  const fn = (mod.task ?? (mod.default as Record<string, unknown> | undefined)?.task) as unknown;
+  if (typeof fn !== 'function') {
+    throw inputError(`script of task ${task.name} does not export a function named task`, {
+      file: task.scriptFile,
+      hint: 'export function task(inputs, pathin, pathout) { ...; return [outputPaths] }',
+    });
+  }
+  return fn as JsTask;
+}
+
+function asPaths(task: string, v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v)) return v as string[];
+  throw new Error(`task ${task} returned ${typeof v}; expected an array of output paths`);
+}
+
+export async function createInvoker(app: AppSpec, task: TaskSpec): Promise<TaskInvoker> {
+  if (!task.isDag) {
+    throw inputError(`task ${task.name} of app ${app.name} is a non-DAG helper; it runs once as a script (runHelper), not per item`);
+  }
+  if (task.language === 'python') {
+    const worker = new PythonWorker(task.name, task.scriptFile);
+    await worker.start();
+    return {
+      get pid() {
+        return worker.pid;
+      },
+      async invoke(inputs, pathin, pathout) {
+        const filename = inputs.length === 1 ? inputs[0]! : inputs;
+        return checkOutputs(task.name, await worker.invoke(filename, pathin, pathout), pathout);
+      },
+      close: () => worker.close(),
+    };
+  }
+  if (task.language === 'javascript' || task.language === 'typescript') {
+    const fn = await loadJsTask(task);
+    return {
+      pid: undefined,
+      async invoke(inputs, pathin, pathout) {
+        const result = await fn([...inputs], pathin, pathout);
+        return checkOutputs(task.name, asPaths(task.name, result), pathout);
+      },
+      async close() {},
+    };
+  }
+  throw inputError(`task ${task.name} is a ${task.language} script; DAG tasks must be Python, JavaScript or TypeScript modules with a task() function`, {
+    file: task.scriptFile,
+    hint: 'shell scripts can only be non-DAG helper tasks (`<name> 1 false <name>`)',
+  });
+}

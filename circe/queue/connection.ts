@@ -1,0 +1,30 @@
+// Redis connections following BullMQ's production advice: workers never give up on a command
+// (maxRetriesPerRequest: null) and reconnect forever after a Redis restart.
+import { Redis } from 'ioredis';
+
+/** Mask a password in a Redis URL for messages and logs. */
+export function maskUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, (_m, user: string) => `//${user}:***@`);
+}
+
+export interface ConnectOptions {
+  /** Shown in CLIENT LIST. */
+  name?: string;
+  /**
+   * Producers outside the pipeline (CLI submit/status) fail fast instead of queueing commands
+   * while Redis is away; runners wait for Redis to come back.
+   */
+  failFast?: boolean;
+}
+
+export function connectRedis(url: string, opts: ConnectOptions = {}): Redis {
+  const redis = new Redis(url, {
+    connectionName: opts.name,
+    maxRetriesPerRequest: opts.failFast ? 1 : null,
+    enableOfflineQueue: true,
+    retryStrategy: (times) => Math.min(50 * times, 2000),
+  });
+  // ioredis logs unhandled 'error' events; reconnects are expected, the caller reports failures.
+  redis.on('error', () => undefined);
+  return redis;
+}

@@ -1,0 +1,67 @@
+// Keys of one deployed app, all under redisKeys(prefix).app(app) so teardown finds every one
+// with a single SCAN. A = `<prefix>app:<app>:`.
+//   A q:<task>:...            BullMQ queues (prefix A q, queue name = task; `home` is the sink queue)
+//   A settings                hash    pipeline settings (attempts, limits, ...) read by every runner
+//   A blob:<id>               string  bytes of one file (binary, never base64)
+//   A blobh:<id>              set     job ids still holding the blob; the blob goes when it empties
+//   A join:<task>:<item>      hash    inputs of a join collected so far (job id -> JSON input)
+//   A done:<task>:<item>      string  marker: task ran for item (expires; suppresses redeliveries)
+//   A pending:<item>          set     job ids of the item still in flight (empty = item finished)
+//   A item:<item>             hash    enteredAt, file, runId, lastOutputAt, doneAt, makespanMs, failed
+//   A out:<item>              set     output names delivered at the sink (exactly-once dedup)
+//   A rt:<item>               hash    runtime records `<task>|enter|start|finish|node|file`
+//   A items                   zset    item ids by entry time (bounded; oldest records trimmed)
+//   A makespans               list    recent makespans in ms (bounded)
+//   A stats                   hash    counters: processed:<task>, failed:<task>, retried:<task>, ...
+//   A deadletters             list    JSON dead-letter records (bounded)
+//   A events                  stream  TaskEvent / ItemDoneEvent (config/events.ts), capped
+//   A helper:<task>           hash    exit code and time of a non-DAG helper run
+import { redisKeys } from '../../config/redis-keys.js';
+
+export const SINK_QUEUE = 'home';
+
+export interface AppKeys {
+  app: string;
+  base: string;
+  queuePrefix: string;
+  settings: string;
+  blob(id: string): string;
+  blobHolders(id: string): string;
+  join(task: string, item: string): string;
+  done(task: string, item: string): string;
+  pending(item: string): string;
+  item(item: string): string;
+  out(item: string): string;
+  rt(item: string): string;
+  items: string;
+  makespans: string;
+  stats: string;
+  deadLetters: string;
+  events: string;
+  helper(task: string): string;
+}
+
+export function appKeys(prefix: string, app: string): AppKeys {
+  const k = redisKeys(prefix);
+  const a = k.app(app);
+  return {
+    app,
+    base: a,
+    queuePrefix: k.queuePrefix(app),
+    settings: `${a}settings`,
+    blob: (id) => `${a}blob:${id}`,
+    blobHolders: (id) => `${a}blobh:${id}`,
+    join: (t, i) => `${a}join:${t}:${i}`,
+    done: (t, i) => `${a}done:${t}:${i}`,
+    pending: (i) => `${a}pending:${i}`,
+    item: (i) => `${a}item:${i}`,
+    out: (i) => `${a}out:${i}`,
+    rt: (i) => `${a}rt:${i}`,
+    items: `${a}items`,
+    makespans: `${a}makespans`,
+    stats: `${a}stats`,
+    deadLetters: `${a}deadletters`,
+    events: `${a}events`,
+    helper: (t) => `${a}helper:${t}`,
+  };
+}

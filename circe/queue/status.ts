@@ -1,0 +1,81 @@
+// Status data of a deployed app for `jupiter status`: queue depths, counts, makespans, dead letters.
+import type { Redis } from 'ioredis';
+import type { AppSpec } from '../../config/types.js';
+import type { DeadLetter } from './failures.js';
+import { appKeys, SINK_QUEUE } from './keys.js';
+import { DEFAULT_SETTINGS } from './settings.js';
+import { AppQueues, execOrThrow } from './transport.js';
+
+export interface TaskStatus {
+  task: string;
+  waiting: number;
+  active: number;
+  delayed: number;
+  processed: number;
+  /** Items dead-lettered at this task. */
+  failed: number;
+  retried: number;
+  /** Redelivered copies recognised and dropped. */
+  duplicates: number;
+}
+
+export interface AppStatus {
+  app: string;
+  tasks: TaskStatus[];
+  sink: { waiting: number; active: number; delivered: number; duplicatesSuppressed: number; failed: number };
+  items: { submitted: number; done: number; inFlight: number };
+  makespan: { count: number; p50Ms?: number; p95Ms?: number; meanMs?: number };
+  /** Newest first. */
+  deadLetters: DeadLetter[];
+  deadLetterCount: number;
+}
+
+export function percentile(sorted: number[], p: number): number | undefined {
+  if (sorted.length === 0) return undefined;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts: { deadLetters?: number } = {}): Promise<AppStatus> {
+  const k = appKeys(prefix, app.name);
+  const queues = new AppQueues(redis, prefix, app.name, DEFAULT_SETTINGS);
+  try {
+    const names = [...app.dagTasks, SINK_QUEUE];
+    const counts = await Promise.all(names.map((n) => queues.queue(n).getJobCounts('wait', 'prioritized', 'active', 'delayed')));
+    const [stats, spans, letters, nLetters] = (await execOrThrow(redis.pipeline()
+      .hgetall(k.stats)
+      .lrange(k.makespans, 0, -1)
+      .lrange(k.deadLetters, 0, (opts.deadLetters ?? 20) - 1)
+      .llen(k.deadLetters))) as [Record<string, string>, string[], string[], number];
+    const n = (f: string): number => Number(stats[f] ?? 0);
+    const depth = (i: number): { waiting: number; active: number; delayed: number } => {
+      const c = counts[i]!;
+      return { waiting: (c.wait ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0 };
+    };
+    const sorted = spans.map(Number).sort((a, b) => a - b);
+    const sinkDepth = depth(names.length - 1);
+    return {
+      app: app.name,
+      tasks: app.dagTasks.map((t, i) => ({
+        task: t,
+        ...depth(i),
+        processed: n(`processed:${t}`),
+        failed: n(`failed:${t}`),
+        retried: n(`retried:${t}`),
+        duplicates: n(`dup:${t}`),
+      })),
+      sink: { waiting: sinkDepth.waiting, active: sinkDepth.active, delivered: n('delivered'), duplicatesSuppressed: n('dupSuppressed'), failed: n(`failed:${SINK_QUEUE}`) },
+      items: { submitted: n('items:submitted'), done: n('items:done'), inFlight: Math.max(0, n('items:submitted') - n('items:done')) },
+      makespan: {
+        count: sorted.length,
+        p50Ms: percentile(sorted, 50),
+        p95Ms: percentile(sorted, 95),
+        meanMs: sorted.length ? sorted.reduce((a, b) => a + b, 0) / sorted.length : undefined,
+      },
+      deadLetters: letters.map((l) => JSON.parse(l) as DeadLetter),
+      deadLetterCount: nLetters,
+    };
+  } finally {
+    await queues.close();
+  }
+}

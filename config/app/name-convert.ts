@@ -1,0 +1,28 @@
+// name_convert.txt: `<task> <output_token> <input_token>` per line, plus a line starting with
+// `input` for the global input. Used to map intermediate file names back to the original input.
+import { inputError } from '../errors.js';
+import { fieldsOf, isSkippable, splitLines } from './text.js';
+
+export interface NameConvertEntry {
+  output: string;
+  input: string;
+  line: number;
+}
+
+export function parseNameConvert(text: string, file: string): Map<string, NameConvertEntry> {
+  const out = new Map<string, NameConvertEntry>();
+  const lines = splitLines(text);
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i]!;
+    const line = i + 1;
+    if (isSkippable(raw)) continue;
+    const f = fieldsOf(raw);
+    if (f.length !== 3) {
+      throw inputError(`expected 3 fields, got ${f.length}`, { file, line, hint: 'each line is `<task> <output_token> <input_token>` (the first line may start with `input`)' });
+    }
+    const [task, output, input] = f as [string, string, string];
+    if (out.has(task)) throw inputError(`${task} appears twice (first on line ${out.get(task)!.line})`, { file, line, hint: 'one line per task' });
+    out.set(task, { output, input, line });
+  }
+  return out;
+}

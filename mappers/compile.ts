@@ -1,0 +1,223 @@
+// Index a Problem into flat typed arrays once, so the algorithms' hot loops do no lookups by name.
+import type { Problem } from './problem.js';
+import { quadraticOf } from './problem.js';
+
+export interface Compiled {
+  problem: Problem;
+  /** Number of tasks and nodes. */
+  T: number;
+  P: number;
+  taskNames: string[];
+  nodeNames: string[];
+  taskIndex: Map<string, number>;
+  nodeIndex: Map<string, number>;
+  /** exec[t*P + p] seconds; Infinity = cannot run there. */
+  exec: Float64Array;
+  /** Mean execution time of each task over the nodes it can run on. */
+  meanExec: Float64Array;
+  /** Predecessors in CSR form: for task t, indices predStart[t]..predStart[t+1]-1. */
+  predStart: Int32Array;
+  predTask: Int32Array;
+  predBytes: Float64Array;
+  succStart: Int32Array;
+  succTask: Int32Array;
+  succBytes: Float64Array;
+  /** Link coefficients per ordered pair p*P+q (diagonal unused: same-node transfer is 0). */
+  linkA: Float64Array;
+  linkB: Float64Array;
+  linkC: Float64Array;
+  /** Mean coefficients over ordered pairs p != q (HEFT's mean communication cost). */
+  meanA: number;
+  meanB: number;
+  meanC: number;
+  /** A topological order: Kahn's algorithm, lowest problem index first. */
+  topo: Int32Array;
+  /** Position of each task in `topo`. */
+  topoPos: Int32Array;
+  /** Resource figures (NaN = unknown). */
+  cpu: Float64Array;
+  mem: Float64Array;
+}
+
+const cache = new WeakMap<Problem, Compiled>();
+
+/** Transfer seconds of `bytes` from node p to node q (0 on the same node, never negative). */
+export function comm(cp: Compiled, bytes: number, p: number, q: number): number {
+  if (p === q) return 0;
+  const k = p * cp.P + q;
+  const s = (cp.linkA[k] as number) * bytes * bytes + (cp.linkB[k] as number) * bytes + (cp.linkC[k] as number);
+  return s > 0 ? s : 0;
+}
+
+/** Mean transfer seconds of `bytes` over all ordered pairs p != q. */
+export function meanComm(cp: Compiled, bytes: number): number {
+  if (cp.P < 2) return 0;
+  const s = cp.meanA * bytes * bytes + cp.meanB * bytes + cp.meanC;
+  return s > 0 ? s : 0;
+}
+
+/** Compile a (validated) problem; the result is cached per problem object. */
+export function compile(problem: Problem): Compiled {
+  const hit = cache.get(problem);
+  if (hit) return hit;
+  const taskNames = problem.tasks.slice();
+  const nodeNames = problem.nodes.map((n) => n.name);
+  const T = taskNames.length;
+  const P = nodeNames.length;
+  const taskIndex = new Map(taskNames.map((t, i) => [t, i]));
+  const nodeIndex = new Map(nodeNames.map((n, i) => [n, i]));
+
+  const exec = new Float64Array(T * P).fill(Infinity);
+  const meanExec = new Float64Array(T);
+  for (let t = 0; t < T; t++) {
+    const row = problem.exec[taskNames[t] as string] ?? {};
+    let sum = 0;
+    let n = 0;
+    for (const [node, sec] of Object.entries(row)) {
+      const p = nodeIndex.get(node);
+      if (p === undefined) continue;
+      exec[t * P + p] = sec;
+      sum += sec;
+      n++;
+    }
+    meanExec[t] = n ? sum / n : Infinity;
+  }
+
+  const E = problem.edges.length;
+  const predCount = new Int32Array(T + 1);
+  const succCount = new Int32Array(T + 1);
+  const ef = new Int32Array(E);
+  const et = new Int32Array(E);
+  problem.edges.forEach((e, i) => {
+    const f = taskIndex.get(e.from) as number;
+    const t = taskIndex.get(e.to) as number;
+    ef[i] = f;
+    et[i] = t;
+    (predCount[t + 1] as number)++;
+    (succCount[f + 1] as number)++;
+  });
+  for (let t = 0; t < T; t++) {
+    predCount[t + 1] = (predCount[t + 1] as number) + (predCount[t] as number);
+    succCount[t + 1] = (succCount[t + 1] as number) + (succCount[t] as number);
+  }
+  const predStart = predCount.slice();
+  const succStart = succCount.slice();
+  const predTask = new Int32Array(E);
+  const predBytes = new Float64Array(E);
+  const succTask = new Int32Array(E);
+  const succBytes = new Float64Array(E);
+  const pf = predStart.slice();
+  const sf = succStart.slice();
+  // Edges are placed in problem order of the other endpoint so iteration is deterministic.
+  const order = Array.from({ length: E }, (_, i) => i).sort((x, y) => (ef[x] as number) - (ef[y] as number) || (et[x] as number) - (et[y] as number));
+  for (const i of order) {
+    const f = ef[i] as number;
+    const t = et[i] as number;
+    const b = (problem.edges[i] as { bytes: number }).bytes;
+    const pi = (pf[t] as number)++;
+    predTask[pi] = f;
+    predBytes[pi] = b;
+    const si = (sf[f] as number)++;
+    succTask[si] = t;
+    succBytes[si] = b;
+  }
+
+  const linkA = new Float64Array(P * P);
+  const linkB = new Float64Array(P * P);
+  const linkC = new Float64Array(P * P);
+  const set = new Uint8Array(P * P);
+  for (const l of problem.links) {
+    const p = nodeIndex.get(l.from);
+    const q = nodeIndex.get(l.to);
+    if (p === undefined || q === undefined || p === q) continue;
+    const m = quadraticOf(l.model);
+    const k = p * P + q;
+    linkA[k] = m.a;
+    linkB[k] = m.b;
+    linkC[k] = m.c;
+    set[k] = 1;
+  }
+  const def = problem.defaultLink ? quadraticOf(problem.defaultLink) : { a: 0, b: 0, c: 0 };
+  let sa = 0;
+  let sb = 0;
+  let sc = 0;
+  for (let p = 0; p < P; p++) {
+    for (let q = 0; q < P; q++) {
+      if (p === q) continue;
+      const k = p * P + q;
+      if (!set[k]) {
+        linkA[k] = def.a;
+        linkB[k] = def.b;
+        linkC[k] = def.c;
+      }
+      sa += linkA[k] as number;
+      sb += linkB[k] as number;
+      sc += linkC[k] as number;
+    }
+  }
+  const pairs = P * (P - 1) || 1;
+
+  // Kahn's algorithm, always releasing the lowest-index ready task (a tiny binary heap).
+  const indeg = new Int32Array(T);
+  for (let t = 0; t < T; t++) indeg[t] = (predStart[t + 1] as number) - (predStart[t] as number);
+  const heap: number[] = [];
+  const push = (v: number): void => {
+    heap.push(v);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const up = (i - 1) >> 1;
+      if ((heap[up] as number) <= v) break;
+      heap[i] = heap[up] as number;
+      i = up;
+    }
+    heap[i] = v;
+  };
+  const pop = (): number => {
+    const top = heap[0] as number;
+    const last = heap.pop() as number;
+    if (heap.length) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= heap.length) break;
+        const r = l + 1;
+        const c = r < heap.length && (heap[r] as number) < (heap[l] as number) ? r : l;
+        if ((heap[c] as number) >= last) break;
+        heap[i] = heap[c] as number;
+        i = c;
+      }
+      heap[i] = last;
+    }
+    return top;
+  };
+  for (let t = 0; t < T; t++) if (indeg[t] === 0) push(t);
+  const topo = new Int32Array(T);
+  const topoPos = new Int32Array(T);
+  let k = 0;
+  while (heap.length) {
+    const t = pop();
+    topoPos[t] = k;
+    topo[k++] = t;
+    for (let i = succStart[t] as number; i < (succStart[t + 1] as number); i++) {
+      const s = succTask[i] as number;
+      if (--(indeg[s] as number) === 0) push(s);
+    }
+  }
+  if (k !== T) throw new Error('compile: the task graph has a cycle (validate the problem first)');
+
+  const cpu = new Float64Array(P);
+  const mem = new Float64Array(P);
+  problem.nodes.forEach((n, p) => {
+    cpu[p] = n.cpuPercent ?? NaN;
+    mem[p] = n.memPercent ?? NaN;
+  });
+
+  const cp: Compiled = {
+    problem, T, P, taskNames, nodeNames, taskIndex, nodeIndex, exec, meanExec,
+    predStart, predTask, predBytes, succStart, succTask, succBytes,
+    linkA, linkB, linkC, meanA: sa / pairs, meanB: sb / pairs, meanC: sc / pairs,
+    topo, topoPos, cpu, mem,
+  };
+  cache.set(problem, cp);
+  return cp;
+}

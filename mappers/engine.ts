@@ -1,0 +1,194 @@
+// Shared state of the list schedulers: per-node busy timelines with insertion-based slot search,
+// data-ready times that understand duplicated tasks, and conversion to a MapResult.
+import type { Compiled } from './compile.js';
+import { comm } from './compile.js';
+import type { MapResult, Slot } from './result.js';
+
+export interface Copy {
+  node: number;
+  start: number;
+  finish: number;
+}
+
+export interface ListState {
+  cp: Compiled;
+  node: Int32Array;
+  start: Float64Array;
+  finish: Float64Array;
+  /** Busy intervals per node, sorted; starts and finishes kept in parallel arrays. */
+  busyStart: number[][];
+  busyFinish: number[][];
+  /** Extra copies per task (heft-dup only). */
+  dups: Map<number, Copy[]>;
+}
+
+export function createState(cp: Compiled): ListState {
+  return {
+    cp,
+    node: new Int32Array(cp.T).fill(-1),
+    start: new Float64Array(cp.T),
+    finish: new Float64Array(cp.T),
+    busyStart: Array.from({ length: cp.P }, () => []),
+    busyFinish: Array.from({ length: cp.P }, () => []),
+    dups: new Map(),
+  };
+}
+
+/** When the output of scheduled predecessor u (any copy) reaches node p. */
+export function arrival(st: ListState, u: number, bytes: number, p: number): number {
+  const cp = st.cp;
+  let best = (st.finish[u] as number) + comm(cp, bytes, st.node[u] as number, p);
+  const copies = st.dups.size ? st.dups.get(u) : undefined;
+  if (copies) {
+    for (const c of copies) {
+      const v = c.finish + comm(cp, bytes, c.node, p);
+      if (v < best) best = v;
+    }
+  }
+  return best;
+}
+
+/** Earliest time all inputs of t are on node p (its predecessors must be scheduled). */
+export function dataReady(st: ListState, t: number, p: number): number {
+  const cp = st.cp;
+  let ready = 0;
+  const end = cp.predStart[t + 1] as number;
+  if (st.dups.size === 0) {
+    // Hot loop of HEFT: inline the transfer model.
+    const P = cp.P;
+    for (let i = cp.predStart[t] as number; i < end; i++) {
+      const u = cp.predTask[i] as number;
+      const q = st.node[u] as number;
+      let v = st.finish[u] as number;
+      if (q !== p) {
+        const b = cp.predBytes[i] as number;
+        const k = q * P + p;
+        const c = (cp.linkA[k] as number) * b * b + (cp.linkB[k] as number) * b + (cp.linkC[k] as number);
+        if (c > 0) v += c;
+      }
+      if (v > ready) ready = v;
+    }
+    return ready;
+  }
+  for (let i = cp.predStart[t] as number; i < end; i++) {
+    const v = arrival(st, cp.predTask[i] as number, cp.predBytes[i] as number, p);
+    if (v > ready) ready = v;
+  }
+  return ready;
+}
+
+/** Earliest start >= ready of an idle gap of length dur on the given busy timeline. */
+export function findSlotIn(starts: number[], finishes: number[], ready: number, dur: number): number {
+  // First interval that ends after `ready` (finishes are sorted: intervals never overlap).
+  let lo = 0;
+  let hi = finishes.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((finishes[mid] as number) <= ready) lo = mid + 1;
+    else hi = mid;
+  }
+  let t = ready;
+  for (let i = lo; i < starts.length; i++) {
+    if (t + dur <= (starts[i] as number)) return t;
+    const f = finishes[i] as number;
+    if (f > t) t = f;
+  }
+  return t;
+}
+
+export function findSlot(st: ListState, p: number, ready: number, dur: number): number {
+  return findSlotIn(st.busyStart[p] as number[], st.busyFinish[p] as number[], ready, dur);
+}
+
+/** Mark [start, finish) busy on node p. */
+export function occupy(starts: number[], finishes: number[], start: number, finish: number): void {
+  let i = starts.length;
+  while (i > 0 && (starts[i - 1] as number) > start) i--;
+  starts.splice(i, 0, start);
+  finishes.splice(i, 0, finish);
+}
+
+export function place(st: ListState, t: number, p: number, start: number): void {
+  const finish = start + (st.cp.exec[t * st.cp.P + p] as number);
+  st.node[t] = p;
+  st.start[t] = start;
+  st.finish[t] = finish;
+  occupy(st.busyStart[p] as number[], st.busyFinish[p] as number[], start, finish);
+}
+
+/** Best insertion-based (start, finish) of t over the allowed nodes; ties -> lowest node index. */
+export function bestEft(st: ListState, t: number, allowed?: (p: number) => boolean): { p: number; start: number; finish: number } {
+  const cp = st.cp;
+  let bp = -1;
+  let bs = Infinity;
+  let bf = Infinity;
+  for (let p = 0; p < cp.P; p++) {
+    const w = cp.exec[t * cp.P + p] as number;
+    if (w === Infinity || (allowed && !allowed(p))) continue;
+    const s = findSlot(st, p, dataReady(st, t, p), w);
+    const f = s + w;
+    if (f < bf) {
+      bp = p;
+      bs = s;
+      bf = f;
+    }
+  }
+  return { p: bp, start: bs, finish: bf };
+}
+
+export function toResult(st: ListState, mapper: string): MapResult {
+  const cp = st.cp;
+  const mapping: Record<string, string> = {};
+  const schedule: Record<string, Slot> = {};
+  let makespan = 0;
+  for (let t = 0; t < cp.T; t++) {
+    const name = cp.taskNames[t] as string;
+    const node = cp.nodeNames[st.node[t] as number] as string;
+    mapping[name] = node;
+    schedule[name] = { node, start: st.start[t] as number, finish: st.finish[t] as number };
+    if ((st.finish[t] as number) > makespan) makespan = st.finish[t] as number;
+  }
+  const duplicates = [];
+  for (const [t, copies] of [...st.dups.entries()].sort((a, b) => a[0] - b[0])) {
+    for (const c of copies) {
+      duplicates.push({ task: cp.taskNames[t] as string, node: cp.nodeNames[c.node] as string, start: c.start, finish: c.finish });
+      if (c.finish > makespan) makespan = c.finish;
+    }
+  }
+  return { mapper, mapping, schedule, duplicates, makespan };
+}
+
+/**
+ * Ready-list scheduling: repeatedly take the ready task with the highest priority (ties: earlier
+ * in the topological order) and place it where `choose` says.
+ */
+export function readyListSchedule(
+  st: ListState,
+  prio: Float64Array,
+  choose: (st: ListState, t: number) => { p: number; start: number },
+): void {
+  const cp = st.cp;
+  const remaining = new Int32Array(cp.T);
+  const ready: number[] = [];
+  for (let t = 0; t < cp.T; t++) {
+    remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
+    if (remaining[t] === 0) ready.push(t);
+  }
+  while (ready.length) {
+    let bi = 0;
+    for (let i = 1; i < ready.length; i++) {
+      const a = ready[i] as number;
+      const b = ready[bi] as number;
+      if ((prio[a] as number) > (prio[b] as number) || (prio[a] === prio[b] && (cp.topoPos[a] as number) < (cp.topoPos[b] as number))) bi = i;
+    }
+    const t = ready[bi] as number;
+    ready[bi] = ready[ready.length - 1] as number;
+    ready.pop();
+    const c = choose(st, t);
+    place(st, t, c.p, c.start);
+    for (let i = cp.succStart[t] as number; i < (cp.succStart[t + 1] as number); i++) {
+      const s = cp.succTask[i] as number;
+      if (--(remaining[s] as number) === 0) ready.push(s);
+    }
+  }
+}

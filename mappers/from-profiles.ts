@@ -1,0 +1,127 @@
+// The ONE place that turns an app plus profiles into a Problem (see mappers/README.md).
+//
+// - Tasks: the app's DAG tasks. Non-DAG helper tasks are not part of the Problem; they are placed
+//   round-robin over the nodes by placeHelperTasks().
+// - Edge volume: a task's profiled output bytes, averaged over the nodes it was profiled on
+//   (home included). FLAG true (broadcast): every child gets all of it. FLAG false: the i-th
+//   output goes to the i-th child, so each child gets output / (number of listed children,
+//   `home` included). A task without any output profile sends 0 bytes (transfer = link latency).
+// - Execution time of a profiled task on a node: the mean of its records there; missing on a node:
+//   the mean over the nodes where it was profiled; never profiled: defaultExecSec (1 ms).
+// - exec_profiler=false tasks (the original's "super tasks", which HEFT fed the home's numbers on
+//   every node): the same time on every node = the mean of whatever records exist for them
+//   (usually the home's), else defaultExecSec. They then cost the same everywhere and only
+//   transfers decide their placement.
+// - Static placement lines of the app pin a task: its execution time is kept on that node only.
+// - Links: quadratic (a, b, c) of the profile when any coefficient is non-zero, else its
+//   latency + bandwidth; a pair without a profile uses the reverse direction's, else defaultLink
+//   (1 ms + 1 Gbit/s).
+// - Resources: cpuMean/memMean (running means, as the original used), else cpuPercent/memPercent.
+import type { AppSpec, Mapping, ProfileSnapshot } from '../config/types.js';
+import { HOME } from '../config/types.js';
+import type { LinkModel, Problem, ProblemLink } from './problem.js';
+import { validateProblem } from './problem.js';
+
+export interface FromProfilesOptions {
+  /** Compute nodes to map onto (default: every node in profiles.nodes except `home`). */
+  nodes?: string[];
+  /** Execution time of a task that was never profiled (default 0.001 s). */
+  defaultExecSec?: number;
+  /** Link model of a pair without a profile in either direction (default 1 ms + 125e6 bytes/s). */
+  defaultLink?: LinkModel;
+}
+
+export const DEFAULT_EXEC_SEC = 0.001;
+export const DEFAULT_LINK: LinkModel = { latencySec: 0.001, bandwidthBytesPerSec: 125e6 };
+
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opts: FromProfilesOptions = {}): Problem {
+  const nodes = opts.nodes ?? [...new Set(profiles.nodes.map((n) => n.node))].filter((n) => n !== HOME);
+  const defaultExec = opts.defaultExecSec ?? DEFAULT_EXEC_SEC;
+  const specs = new Map(app.tasks.map((t) => [t.name, t]));
+  const dag = new Set(app.dagTasks);
+
+  const byTask = new Map<string, typeof profiles.exec>();
+  for (const e of profiles.exec) {
+    if (e.app !== app.name && e.app !== '') continue;
+    const list = byTask.get(e.task) ?? [];
+    list.push(e);
+    byTask.set(e.task, list);
+  }
+
+  const exec: Problem['exec'] = {};
+  for (const t of app.dagTasks) {
+    const recs = byTask.get(t) ?? [];
+    const row: Record<string, number> = {};
+    const profiled = specs.get(t)?.execProfiler !== false;
+    const onNodes = recs.filter((r) => nodes.includes(r.node));
+    const fallback = profiled && onNodes.length ? mean(onNodes.map((r) => r.durationSec)) : recs.length ? mean(recs.map((r) => r.durationSec)) : defaultExec;
+    for (const n of nodes) {
+      const here = profiled ? onNodes.filter((r) => r.node === n) : [];
+      row[n] = here.length ? mean(here.map((r) => r.durationSec)) : fallback;
+    }
+    const pin = app.staticPlacement[t];
+    exec[t] = pin !== undefined && row[pin] !== undefined ? { [pin]: row[pin] } : row;
+  }
+
+  const edges: Problem['edges'] = [];
+  for (const t of app.dagTasks) {
+    const spec = specs.get(t);
+    if (!spec) continue;
+    const recs = byTask.get(t) ?? [];
+    const out = recs.length ? mean(recs.map((r) => r.outputBytes)) : 0;
+    const share = spec.broadcast || spec.children.length === 0 ? out : out / spec.children.length;
+    for (const c of new Set(spec.children)) {
+      if (c === HOME || c === t || !dag.has(c)) continue;
+      // A child listed k times under FLAG false receives k shares.
+      const k = spec.broadcast ? 1 : spec.children.filter((x) => x === c).length;
+      edges.push({ from: t, to: c, bytes: share * k });
+    }
+  }
+
+  const prof = new Map(profiles.links.map((l) => [`${l.from}\u0000${l.to}`, l]));
+  const links: ProblemLink[] = [];
+  for (const a of nodes) {
+    for (const b of nodes) {
+      if (a === b) continue;
+      const l = prof.get(`${a}\u0000${b}`) ?? prof.get(`${b}\u0000${a}`);
+      let model: LinkModel = opts.defaultLink ?? DEFAULT_LINK;
+      if (l && (l.a !== 0 || l.b !== 0 || l.c !== 0)) model = { a: l.a, b: l.b, c: l.c };
+      else if (l && l.bandwidthBytesPerSec > 0) model = { latencySec: Math.max(0, l.latencySec), bandwidthBytesPerSec: l.bandwidthBytesPerSec };
+      links.push({ from: a, to: b, model });
+    }
+  }
+
+  const res = new Map(profiles.nodes.map((n) => [n.node, n]));
+  const problem: Problem = {
+    tasks: app.dagTasks.slice(),
+    edges,
+    nodes: nodes.map((name) => {
+      const r = res.get(name);
+      const node: Problem['nodes'][number] = { name };
+      const cpu = r ? (Number.isFinite(r.cpuMean) ? r.cpuMean : r.cpuPercent) : undefined;
+      const mem = r ? (Number.isFinite(r.memMean) ? r.memMean : r.memPercent) : undefined;
+      if (cpu !== undefined && Number.isFinite(cpu) && cpu >= 0) node.cpuPercent = cpu;
+      if (mem !== undefined && Number.isFinite(mem) && mem >= 0) node.memPercent = mem;
+      return node;
+    }),
+    exec,
+    links,
+  };
+  const entryNodes: Record<string, string> = {};
+  for (const [t, n] of Object.entries(app.inputNode)) if (dag.has(t) && nodes.includes(n)) entryNodes[t] = n;
+  if (Object.keys(entryNodes).length) problem.entryNodes = entryNodes;
+  return validateProblem(problem);
+}
+
+/** Non-DAG helper tasks, round-robin over the nodes in configuration.txt order (deterministic). */
+export function placeHelperTasks(app: AppSpec, nodes: string[]): Mapping {
+  const out: Mapping = {};
+  let i = 0;
+  for (const t of app.tasks) {
+    if (t.isDag || nodes.length === 0) continue;
+    out[t.name] = nodes[i++ % nodes.length] as string;
+  }
+  return out;
+}

@@ -1,0 +1,251 @@
+// The scheduling problem every mapper solves, in Jupiter units (seconds, bytes).
+// The JSON form is documented in mappers/README.md and checked by the ajv schema below plus
+// the cross-reference checks ajv cannot express (names, duplicates, cycles, missing links).
+import { Ajv, type ErrorObject } from 'ajv';
+import { inputError } from '../config/errors.js';
+
+/**
+ * Transfer seconds = a*bytes^2 + b*bytes + c (DRUPE's quadratic, already in seconds and bytes).
+ * Fitted coefficients may be negative; a negative prediction is clamped to 0.
+ */
+export interface QuadraticLink {
+  a: number;
+  b: number;
+  c: number;
+}
+
+/** Transfer seconds = latencySec + bytes / bandwidthBytesPerSec. */
+export interface LatencyBandwidthLink {
+  latencySec: number;
+  bandwidthBytesPerSec: number;
+}
+
+export type LinkModel = QuadraticLink | LatencyBandwidthLink;
+
+export interface ProblemLink {
+  from: string;
+  to: string;
+  model: LinkModel;
+}
+
+export interface ProblemNode {
+  name: string;
+  /** Running-mean CPU use in percent (WAVE greedy); missing counts as "very busy". */
+  cpuPercent?: number;
+  /** Running-mean memory use in percent (WAVE greedy); missing counts as "very busy". */
+  memPercent?: number;
+}
+
+export interface ProblemEdge {
+  from: string;
+  to: string;
+  /** Data volume sent from `from` to `to` per item. */
+  bytes: number;
+}
+
+export interface Problem {
+  /** Task names; order is the tie-breaking order of every mapper. */
+  tasks: string[];
+  edges: ProblemEdge[];
+  nodes: ProblemNode[];
+  /** exec[task][node] = seconds; a missing node means the task cannot run there. */
+  exec: Record<string, Record<string, number>>;
+  /** Link model per ordered node pair (from != to); same-node transfer is always 0. */
+  links: ProblemLink[];
+  /** Used for ordered pairs without an entry in `links`; without it every pair must be listed. */
+  defaultLink?: LinkModel;
+  /** WAVE: node that receives an entry task first (input_node.txt). */
+  entryNodes?: Record<string, string>;
+}
+
+const linkModelSchema = {
+  oneOf: [
+    {
+      type: 'object',
+      required: ['a', 'b', 'c'],
+      additionalProperties: false,
+      properties: { a: { type: 'number' }, b: { type: 'number' }, c: { type: 'number' } },
+    },
+    {
+      type: 'object',
+      required: ['latencySec', 'bandwidthBytesPerSec'],
+      additionalProperties: false,
+      properties: { latencySec: { type: 'number', minimum: 0 }, bandwidthBytesPerSec: { type: 'number', exclusiveMinimum: 0 } },
+    },
+  ],
+};
+
+export const problemSchema = {
+  $id: 'https://jupiter.dev/schemas/problem.json',
+  type: 'object',
+  required: ['tasks', 'edges', 'nodes', 'exec', 'links'],
+  additionalProperties: false,
+  properties: {
+    tasks: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+    edges: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['from', 'to', 'bytes'],
+        additionalProperties: false,
+        properties: { from: { type: 'string' }, to: { type: 'string' }, bytes: { type: 'number', minimum: 0 } },
+      },
+    },
+    nodes: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string', minLength: 1 },
+          cpuPercent: { type: 'number', minimum: 0 },
+          memPercent: { type: 'number', minimum: 0 },
+        },
+      },
+    },
+    exec: {
+      type: 'object',
+      additionalProperties: { type: 'object', additionalProperties: { type: 'number', minimum: 0 } },
+    },
+    links: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['from', 'to', 'model'],
+        additionalProperties: false,
+        properties: { from: { type: 'string' }, to: { type: 'string' }, model: linkModelSchema },
+      },
+    },
+    defaultLink: linkModelSchema,
+    entryNodes: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+const validateShape = ajv.compile(problemSchema);
+
+function ajvMessage(e: ErrorObject): string {
+  const where = e.instancePath || '(top level)';
+  if (e.keyword === 'additionalProperties') return `${where}: unknown field "${String(e.params.additionalProperty)}"`;
+  if (e.keyword === 'oneOf') return `${where}: a link model is either {a, b, c} or {latencySec, bandwidthBytesPerSec}`;
+  return `${where}: ${e.message ?? 'is invalid'}`;
+}
+
+/** Every problem with a problem, in words; empty when the problem is valid. */
+export function problemErrors(value: unknown): string[] {
+  if (!validateShape(value)) {
+    // oneOf branches report their own errors too; keep the summary line and drop the noise.
+    const errs = validateShape.errors ?? [];
+    const oneOfPaths = errs.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath);
+    return [...new Set(errs
+      .filter((e) => e.keyword === 'oneOf' || !oneOfPaths.some((p) => e.instancePath.startsWith(p) && e.schemaPath.includes('oneOf')))
+      .map(ajvMessage))];
+  }
+  const p = value as unknown as Problem;
+  const errors: string[] = [];
+  const tasks = new Set<string>();
+  for (const t of p.tasks) {
+    if (tasks.has(t)) errors.push(`/tasks: task "${t}" is listed twice`);
+    tasks.add(t);
+  }
+  const nodes = new Set<string>();
+  for (const n of p.nodes) {
+    if (nodes.has(n.name)) errors.push(`/nodes: node "${n.name}" is listed twice`);
+    nodes.add(n.name);
+  }
+  const seenEdges = new Set<string>();
+  p.edges.forEach((e, i) => {
+    if (!tasks.has(e.from)) errors.push(`/edges/${i}/from: unknown task "${e.from}"`);
+    if (!tasks.has(e.to)) errors.push(`/edges/${i}/to: unknown task "${e.to}"`);
+    if (e.from === e.to) errors.push(`/edges/${i}: self-loop on "${e.from}"`);
+    const key = `${e.from}\u0000${e.to}`;
+    if (seenEdges.has(key)) errors.push(`/edges/${i}: edge ${e.from} -> ${e.to} is listed twice`);
+    seenEdges.add(key);
+  });
+  for (const [t, row] of Object.entries(p.exec)) {
+    if (!tasks.has(t)) errors.push(`/exec/${t}: unknown task "${t}"`);
+    for (const n of Object.keys(row)) if (!nodes.has(n)) errors.push(`/exec/${t}/${n}: unknown node "${n}"`);
+  }
+  for (const t of p.tasks) {
+    const row = p.exec[t];
+    if (!row || !Object.keys(row).some((n) => nodes.has(n))) errors.push(`/exec/${t}: task "${t}" cannot run on any node (no execution time given)`);
+  }
+  const seenLinks = new Set<string>();
+  p.links.forEach((l, i) => {
+    if (!nodes.has(l.from)) errors.push(`/links/${i}/from: unknown node "${l.from}"`);
+    if (!nodes.has(l.to)) errors.push(`/links/${i}/to: unknown node "${l.to}"`);
+    const key = `${l.from}\u0000${l.to}`;
+    if (seenLinks.has(key)) errors.push(`/links/${i}: link ${l.from} -> ${l.to} is listed twice`);
+    seenLinks.add(key);
+  });
+  if (!p.defaultLink) {
+    const missing: string[] = [];
+    for (const a of nodes) for (const b of nodes) if (a !== b && !seenLinks.has(`${a}\u0000${b}`)) missing.push(`${a}->${b}`);
+    if (missing.length) errors.push(`/links: no link model for ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''} (list them or give defaultLink)`);
+  }
+  for (const [t, n] of Object.entries(p.entryNodes ?? {})) {
+    if (!tasks.has(t)) errors.push(`/entryNodes/${t}: unknown task "${t}"`);
+    if (!nodes.has(n)) errors.push(`/entryNodes/${t}: unknown node "${n}"`);
+  }
+  const cycle = findCycle(p);
+  if (cycle) errors.push(`/edges: the task graph has a cycle: ${cycle.join(' -> ')}`);
+  return errors;
+}
+
+function findCycle(p: Problem): string[] | undefined {
+  const succ = new Map<string, string[]>(p.tasks.map((t) => [t, []]));
+  for (const e of p.edges) succ.get(e.from)?.push(e.to);
+  const state = new Map<string, 1 | 2>();
+  const stack: string[] = [];
+  const visit = (t: string): string[] | undefined => {
+    state.set(t, 1);
+    stack.push(t);
+    for (const s of succ.get(t) ?? []) {
+      const st = state.get(s);
+      if (st === 1) return [...stack.slice(stack.indexOf(s)), s];
+      if (st === undefined) {
+        const c = visit(s);
+        if (c) return c;
+      }
+    }
+    stack.pop();
+    state.set(t, 2);
+    return undefined;
+  };
+  for (const t of p.tasks) {
+    if (!state.has(t)) {
+      const c = visit(t);
+      if (c) return c;
+    }
+  }
+  return undefined;
+}
+
+/** Validate a parsed JSON value; throws inputError listing what is wrong (CLI exit 2). */
+export function validateProblem(value: unknown, file?: string): Problem {
+  const errors = problemErrors(value);
+  if (errors.length) {
+    throw inputError(`invalid problem: ${errors.slice(0, 8).join('; ')}${errors.length > 8 ? ` (and ${errors.length - 8} more)` : ''}`, {
+      file,
+      hint: 'see mappers/README.md for the Problem JSON schema',
+    });
+  }
+  return value as Problem;
+}
+
+/** Coefficients in seconds and bytes of any link model. */
+export function quadraticOf(m: LinkModel): QuadraticLink {
+  if ('a' in m) return m;
+  return { a: 0, b: 1 / m.bandwidthBytesPerSec, c: m.latencySec };
+}
+
+/**
+ * DRUPE's original quadratic predicts milliseconds for a volume in Kbit (1 Kbit = 125 bytes):
+ * ms = A*k^2 + B*k + C. With k = bytes/125 and seconds = ms/1000 this is
+ * seconds = (A/125^2/1000)*bytes^2 + (B/125/1000)*bytes + C/1000.
+ */
+export function linkFromDrupeMsKbit(A: number, B: number, C: number): QuadraticLink {
+  return { a: A / (125 * 125 * 1000), b: B / (125 * 1000), c: C / 1000 };
+}

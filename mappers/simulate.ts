@@ -1,0 +1,203 @@
+// Predict the schedule of any mapping under the same model the mappers use.
+//
+// Default policy 'non-delay' (what a runtime that never idles does, no insertion): repeatedly
+// start, among the tasks whose predecessors have all been started, the one that can start
+// earliest on its mapped node (max of its data-ready time and the node's free time); ties go to
+// the larger upward rank, then the earlier task in the topological order. Tasks on one node never
+// overlap and a node runs them in the order they are started.
+// Policy 'insertion': tasks in HEFT's order (descending upward rank), each put into the earliest
+// idle gap of its node; for HEFT's own mapping this reproduces HEFT's schedule exactly.
+// Duplicates are not simulated: the mapping has one copy of each task.
+import type { Mapping } from '../config/types.js';
+import { inputError } from '../config/errors.js';
+import type { Problem } from './problem.js';
+import type { Compiled } from './compile.js';
+import { comm, compile } from './compile.js';
+import type { MapResult } from './result.js';
+import { createState, dataReady, findSlot, place, toResult } from './engine.js';
+import { orderByPriority, upwardRanks } from './ranks.js';
+
+export type SimPolicy = 'non-delay' | 'insertion';
+
+const rankCache = new WeakMap<Compiled, { rank: Float64Array; order: Int32Array }>();
+
+export function heftOrder(cp: Compiled): { rank: Float64Array; order: Int32Array } {
+  let hit = rankCache.get(cp);
+  if (!hit) {
+    const rank = upwardRanks(cp);
+    hit = { rank, order: orderByPriority(cp, rank) };
+    rankCache.set(cp, hit);
+  }
+  return hit;
+}
+
+/**
+ * A fast makespan function for repeated evaluation (local search): buffers are reused, nothing
+ * is allocated per call. `nodeOf[t]` is the node index of task t.
+ */
+export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Array) => number {
+  const { T, P } = cp;
+  const { rank, order } = heftOrder(cp);
+  const start = new Float64Array(T);
+  const finish = new Float64Array(T);
+  const readyAt = new Float64Array(T);
+  const remaining = new Int32Array(T);
+  const nodeFree = new Float64Array(P);
+  const list = new Int32Array(T);
+  const inputsReady = (nodeOf: Int32Array, t: number): number => {
+    const p = nodeOf[t] as number;
+    let r = 0;
+    for (let i = cp.predStart[t] as number; i < (cp.predStart[t + 1] as number); i++) {
+      const u = cp.predTask[i] as number;
+      const v = (finish[u] as number) + comm(cp, cp.predBytes[i] as number, nodeOf[u] as number, p);
+      if (v > r) r = v;
+    }
+    return r;
+  };
+  if (policy === 'insertion') {
+    const bs: number[][] = Array.from({ length: P }, () => []);
+    const bf: number[][] = Array.from({ length: P }, () => []);
+    return (nodeOf) => {
+      for (let p = 0; p < P; p++) {
+        (bs[p] as number[]).length = 0;
+        (bf[p] as number[]).length = 0;
+      }
+      let makespan = 0;
+      for (let k = 0; k < T; k++) {
+        const t = order[k] as number;
+        const p = nodeOf[t] as number;
+        const w = cp.exec[t * P + p] as number;
+        const s = slot(bs[p] as number[], bf[p] as number[], inputsReady(nodeOf, t), w);
+        finish[t] = s + w;
+        if (s + w > makespan) makespan = s + w;
+      }
+      return makespan;
+    };
+  }
+  return (nodeOf) => {
+    nodeFree.fill(0);
+    let n = 0;
+    for (let t = 0; t < T; t++) {
+      remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
+      if (remaining[t] === 0) {
+        readyAt[t] = 0;
+        list[n++] = t;
+      }
+    }
+    let makespan = 0;
+    for (let done = 0; done < T; done++) {
+      let bi = 0;
+      let bt = list[0] as number;
+      let bsv = Math.max(readyAt[bt] as number, nodeFree[nodeOf[bt] as number] as number);
+      for (let i = 1; i < n; i++) {
+        const t = list[i] as number;
+        const s = Math.max(readyAt[t] as number, nodeFree[nodeOf[t] as number] as number);
+        if (s < bsv || (s === bsv && ((rank[t] as number) > (rank[bt] as number) || (rank[t] === rank[bt] && (cp.topoPos[t] as number) < (cp.topoPos[bt] as number))))) {
+          bi = i;
+          bt = t;
+          bsv = s;
+        }
+      }
+      list[bi] = list[--n] as number;
+      const p = nodeOf[bt] as number;
+      const f = bsv + (cp.exec[bt * P + p] as number);
+      start[bt] = bsv;
+      finish[bt] = f;
+      nodeFree[p] = f;
+      if (f > makespan) makespan = f;
+      for (let i = cp.succStart[bt] as number; i < (cp.succStart[bt + 1] as number); i++) {
+        const s = cp.succTask[i] as number;
+        if (--(remaining[s] as number) === 0) {
+          readyAt[s] = inputsReady(nodeOf, s);
+          list[n++] = s;
+        }
+      }
+    }
+    return makespan;
+  };
+}
+
+function slot(starts: number[], finishes: number[], ready: number, dur: number): number {
+  let t = ready;
+  let i = 0;
+  while (i < finishes.length && (finishes[i] as number) <= ready) i++;
+  for (; i < starts.length; i++) {
+    if (t + dur <= (starts[i] as number)) break;
+    if ((finishes[i] as number) > t) t = finishes[i] as number;
+  }
+  let j = starts.length;
+  while (j > 0 && (starts[j - 1] as number) > t) j--;
+  starts.splice(j, 0, t);
+  finishes.splice(j, 0, t + dur);
+  return t;
+}
+
+/** Full schedule of a mapping given as node indices. */
+export function simulateCompiled(cp: Compiled, nodeOf: Int32Array, policy: SimPolicy = 'non-delay', mapper = 'simulated'): MapResult {
+  const st = createState(cp);
+  if (policy === 'insertion') {
+    for (const t of heftOrder(cp).order) {
+      const p = nodeOf[t] as number;
+      place(st, t, p, findSlot(st, p, dataReady(st, t, p), cp.exec[t * cp.P + p] as number));
+    }
+    return toResult(st, mapper);
+  }
+  // Replay the non-delay policy with the evaluator's rule, recording every start.
+  const { rank } = heftOrder(cp);
+  const remaining = new Int32Array(cp.T);
+  const readyAt = new Float64Array(cp.T);
+  const nodeFree = new Float64Array(cp.P);
+  const list: number[] = [];
+  for (let t = 0; t < cp.T; t++) {
+    remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
+    if (remaining[t] === 0) list.push(t);
+  }
+  while (list.length) {
+    let bi = 0;
+    let bsv = Infinity;
+    for (let i = 0; i < list.length; i++) {
+      const t = list[i] as number;
+      const bt = list[bi] as number;
+      const s = Math.max(readyAt[t] as number, nodeFree[nodeOf[t] as number] as number);
+      if (s < bsv || (s === bsv && ((rank[t] as number) > (rank[bt] as number) || (rank[t] === rank[bt] && (cp.topoPos[t] as number) < (cp.topoPos[bt] as number))))) {
+        bi = i;
+        bsv = s;
+      }
+    }
+    const t = list[bi] as number;
+    list[bi] = list[list.length - 1] as number;
+    list.pop();
+    const p = nodeOf[t] as number;
+    place(st, t, p, bsv);
+    nodeFree[p] = st.finish[t] as number;
+    for (let i = cp.succStart[t] as number; i < (cp.succStart[t + 1] as number); i++) {
+      const s = cp.succTask[i] as number;
+      if (--(remaining[s] as number) === 0) {
+        readyAt[s] = dataReady(st, s, nodeOf[s] as number);
+        list.push(s);
+      }
+    }
+  }
+  return toResult(st, mapper);
+}
+
+/** Mapping by name -> node indices; throws inputError on unknown names or impossible placements. */
+export function mappingToIndices(cp: Compiled, mapping: Mapping): Int32Array {
+  const nodeOf = new Int32Array(cp.T);
+  for (let t = 0; t < cp.T; t++) {
+    const name = cp.taskNames[t] as string;
+    const node = mapping[name];
+    if (node === undefined) throw inputError(`mapping: task "${name}" has no node`);
+    const p = cp.nodeIndex.get(node);
+    if (p === undefined) throw inputError(`mapping: task "${name}" is mapped to unknown node "${node}"`);
+    if ((cp.exec[t * cp.P + p] as number) === Infinity) throw inputError(`mapping: task "${name}" cannot run on node "${node}" (no execution time)`);
+    nodeOf[t] = p;
+  }
+  return nodeOf;
+}
+
+/** The schedule and makespan of a mapping (see the policies above). */
+export function simulate(problem: Problem, mapping: Mapping, opts: { policy?: SimPolicy } = {}): MapResult {
+  const cp = compile(problem);
+  return simulateCompiled(cp, mappingToIndices(cp, mapping), opts.policy ?? 'non-delay');
+}

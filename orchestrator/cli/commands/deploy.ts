@@ -1,0 +1,54 @@
+// `jupiter deploy <app>`: the whole pipeline, with progress, then the placement and (with --wait)
+// per-item makespans and where the outputs are.
+import type { Command } from 'commander';
+import { action } from '../run.js';
+import { createProgress } from '../../progress.js';
+import { deploy } from '../../deploy/pipeline.js';
+import { itemsTable, placementTable } from '../../report/tables.js';
+import { runtimeError } from '../../../config/errors.js';
+
+interface Opts {
+  mapper?: string;
+  runtime?: string;
+  inputs?: string;
+  wait?: boolean;
+  timeout: string;
+  seed?: string;
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  program
+    .command('deploy <app>')
+    .description('profile, map and start an app (folder or name under apps/), then feed its inputs')
+    .option('-m, --mapper <name>', 'mapper (see `jupiter map --mapper list`); default from the configuration')
+    .option('-r, --runtime <name>', 'process or docker; default from the configuration')
+    .option('-i, --inputs <dir>', 'folder of input files (default: the app\'s sample_input/)')
+    .option('-w, --wait', 'wait for every output, then print makespans and where outputs are')
+    .option('--timeout <sec>', 'with --wait: give up after this many seconds', '300')
+    .option('--seed <n>', 'seed of randomised mappers')
+    .option('--json', 'print the result as JSON')
+    .action(action(async (appArg: string, opts: Opts) => {
+      const res = await deploy({
+        app: appArg,
+        mapper: opts.mapper,
+        runtime: opts.runtime,
+        inputs: opts.inputs,
+        wait: opts.wait,
+        timeoutSec: Number(opts.timeout),
+        seed: opts.seed === undefined ? undefined : Number(opts.seed),
+      }, createProgress());
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify({ mapping: res.record, deployment: res.deployment, items: res.items, results: res.results, dashboard: res.dashboardUrl }, null, 2)}\n`);
+      } else {
+        const out = [`\nPlacement of ${res.app.name} (${res.cluster.runtime} runtime):`, placementTable(res.record)];
+        if (res.results) out.push('', 'Items:', itemsTable(res.results));
+        out.push('', `outputs:   ${res.deployment.outputDir}`);
+        if (res.dashboardUrl) out.push(`dashboard: ${res.dashboardUrl}/?app=${encodeURIComponent(res.app.name)}`);
+        out.push(`status:    jupiter status ${res.app.name}`, `teardown:  jupiter teardown ${res.app.name}`);
+        process.stdout.write(`${out.join('\n')}\n`);
+      }
+      const failed = res.results?.filter((r) => r.failed || !r.done) ?? [];
+      if (failed.length) throw runtimeError(`${failed.length} of ${res.results!.length} item(s) failed or did not finish`, { hint: `see jupiter status ${res.app.name}` });
+    }));
+}

@@ -1,0 +1,88 @@
+// `jupiter profile [--json] [--wait s]`: what the live agents measured.
+// `jupiter profile exec <app>`: ask every live agent to profile the app's tasks.
+import type { Command } from 'commander';
+import { inputError } from '../../../config/errors.js';
+import { action } from '../run.js';
+import { connectRedis, resolveRedis } from '../../profiles/connect.js';
+import { isComplete, readProfileView, type ProfileView } from '../../profiles/read.js';
+import { formatProfileView } from '../../profiles/format.js';
+import { loadApp } from '../../../config/app/load.js';
+import { runtimeError } from '../../../config/errors.js';
+import { formatExecResult, requestExecProfiles } from '../../profiles/exec.js';
+import { createProgress } from '../../progress.js';
+
+interface ProfileFlags {
+  json?: boolean;
+  redis?: string;
+  prefix?: string;
+  wait?: string;
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command('profile')
+    .description('Show live nodes, the fitted link matrix and execution profiles (from the node agents)')
+    .option('--json', 'print the profiles as JSON')
+    .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
+    .option('--prefix <prefix>', 'Redis key prefix (default: the configuration\'s)')
+    .option('--wait <seconds>', 'wait up to this long for a complete profile (every live link fitted)')
+    .action(action(async (flags: ProfileFlags) => {
+      const waitMs = flags.wait === undefined ? 0 : Number(flags.wait) * 1000;
+      if (!Number.isFinite(waitMs) || waitMs < 0) throw inputError(`--wait must be a number of seconds, got ${JSON.stringify(flags.wait)}`, { hint: 'for example --wait 10' });
+      const target = await resolveRedis(flags.redis);
+      const redis = await connectRedis(target.url);
+      try {
+        const prefix = flags.prefix ?? target.prefix;
+        const deadline = Date.now() + waitMs;
+        let view: ProfileView = await readProfileView(redis, { prefix });
+        while (Date.now() < deadline && !(view.agents.length > 0 && isComplete(view.snapshot, view.agents.map((a) => a.node)))) {
+          await new Promise((r) => setTimeout(r, 250));
+          view = await readProfileView(redis, { prefix });
+        }
+        if (flags.json) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
+        else process.stdout.write(formatProfileView(view));
+      } finally {
+        redis.disconnect();
+      }
+    }));
+  cmd
+    .command('exec <app>')
+    .description('Ask every live agent to run each task of the app on its sample input and record time and output volume')
+    .option('--json', 'print the replies as JSON')
+    .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
+    .option('--prefix <prefix>', 'Redis key prefix (default: the configuration\'s)')
+    .option('--timeout <seconds>', 'give up waiting for agents after this long', '300')
+    .option('--serial', 'profile one node at a time (for nodes sharing one machine)')
+    .exitOverride()
+    .action(action(async (appArg: string, _local: unknown, command: Command) => {
+      // --redis/--prefix/--json may come before or after `exec` (the parent command has them too).
+      const flags = command.optsWithGlobals<ProfileFlags & { timeout: string; serial?: boolean }>();
+      const timeoutMs = Number(flags.timeout) * 1000;
+      if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw inputError(`--timeout must be a positive number of seconds, got ${JSON.stringify(flags.timeout)}`, { hint: 'for example --timeout 120' });
+      const app = await loadApp(appArg);
+      const target = await resolveRedis(flags.redis);
+      const redis = await connectRedis(target.url);
+      try {
+        const progress = createProgress({ quiet: Boolean(flags.json) });
+        const step = progress.step(`Execution profiling of ${app.name}`);
+        let done = 0;
+        const res = await requestExecProfiles(redis, app, {
+          prefix: flags.prefix ?? target.prefix,
+          timeoutMs,
+          serial: flags.serial,
+          onReply: (r) => step.update(`${++done} node(s) answered (last: ${r.node})`),
+        });
+        if (res.asked.length === 0) {
+          step.fail('no live agents');
+          throw runtimeError('no live agents to profile on', { hint: 'start agents with `jupiter agent --node <name>` (or `jupiter deploy`, which starts the local ones)' });
+        }
+        const ok = res.missing.length === 0 && res.replies.every((r) => r.ok);
+        if (ok) step.done(`${res.replies.length} node(s)`);
+        else step.fail(`${res.replies.filter((r) => r.ok).length}/${res.asked.length} node(s) complete`);
+        process.stdout.write(flags.json ? `${JSON.stringify(res, null, 2)}\n` : formatExecResult(app, res));
+        if (!ok) throw runtimeError('execution profiling did not complete on every node', { hint: 'see the notes under the table (and the agents\' logs)' });
+      } finally {
+        redis.disconnect();
+      }
+    }));
+}

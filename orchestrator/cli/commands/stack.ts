@@ -1,0 +1,66 @@
+// `jupiter stack up|down|status`: the embedded default's private services.
+// (`jupiter stack hub` is the hub process itself, started detached by `up`/`deploy`.)
+import type { Command } from 'commander';
+import { renderTable } from '../../report/table.js';
+import { loadClusterConfig } from '../../../config/cluster/load.js';
+import { maskUrl } from '../../../config/cluster/mask.js';
+import { action } from '../run.js';
+import { createProgress } from '../../progress.js';
+import { ensureStack, stopStack } from '../../stack/embedded.js';
+import { isAlive, readStackState, stateDir } from '../../stack/state.js';
+import { runHub } from '../../stack/hub.js';
+
+export function register(program: Command): void {
+  const stack = program.command('stack').description('start, stop or show the private services of the embedded default');
+
+  stack
+    .command('up')
+    .description('start the private Redis, the hub (MQTT broker, telemetry, dashboard) and local agents')
+    .action(action(async () => {
+      const cluster = await loadClusterConfig();
+      const ep = await ensureStack(cluster, createProgress());
+      process.stdout.write(`redis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
+    }));
+
+  stack
+    .command('down')
+    .description('stop every private service of the embedded default')
+    .action(action(async () => {
+      const cluster = await loadClusterConfig();
+      const stopped = await stopStack(cluster);
+      process.stdout.write(stopped.length ? stopped.map((s) => `stopped ${s}`).join('\n') + '\n' : 'nothing was running\n');
+    }));
+
+  stack
+    .command('status')
+    .description('show which private services run and where')
+    .action(action(async () => {
+      const cluster = await loadClusterConfig();
+      const state = readStackState(stateDir(cluster.stateDir));
+      const rows: Array<Array<string | number>> = [];
+      const row = (name: string, pid: number | undefined, addr: string) =>
+        rows.push([name, pid ?? '-', isAlive(pid) ? 'running' : 'stopped', addr]);
+      row('redis', state.redis?.pid, state.redis ? maskUrl(state.redis.url) : '-');
+      row('hub', state.hub?.pid, state.hub ? `${state.hub.httpUrl}  mqtt ${state.hub.mqttUrl}` : '-');
+      for (const [node, a] of Object.entries(state.agents ?? {})) row(`agent ${node}`, a.pid, a.listen);
+      process.stdout.write(`${renderTable(['service', 'pid', 'state', 'address'], rows)}\n`);
+    }));
+
+  stack
+    .command('hub')
+    .description('(internal) run the hub in the foreground: MQTT broker, telemetry bridge, dashboard')
+    .requiredOption('--redis <url>', 'Redis URL')
+    .option('--http-port <port>', 'dashboard and /metrics port', '8080')
+    .option('--mqtt-port <port>', 'embedded broker TCP port (omit to use the configured broker)')
+    .option('--ws-port <port>', 'embedded broker WebSocket port')
+    .action(action(async (opts: { redis: string; httpPort: string; mqttPort?: string; wsPort?: string }) => {
+      const cluster = await loadClusterConfig();
+      await runHub({
+        cluster,
+        redisUrl: opts.redis,
+        httpPort: Number(opts.httpPort),
+        mqttPort: opts.mqttPort ? Number(opts.mqttPort) : undefined,
+        wsPort: opts.wsPort ? Number(opts.wsPort) : undefined,
+      });
+    }));
+}

@@ -1,0 +1,37 @@
+// `jupiter status [<app>]`: placement, queue depths, processed/failed counts, makespan p50/p95.
+import type { Command } from 'commander';
+import { action } from '../run.js';
+import { connectToStack } from '../connect.js';
+import { loadApp } from '../../../config/app/load.js';
+import { inputError } from '../../../config/errors.js';
+import { getStatus } from '../../../circe/queue/status.js';
+import { deployedApps, readDeployment, readMapping } from '../../deploy/record.js';
+import { statusTable } from '../../report/tables.js';
+
+export function register(program: Command): void {
+  program
+    .command('status [app]')
+    .description('show deployed apps: placement, queues, counts, makespans, dead letters')
+    .option('--json', 'print JSON')
+    .action(action(async (appName: string | undefined, opts: { json?: boolean }) => {
+      const { cluster, redis, dashboardUrl } = await connectToStack();
+      try {
+        const prefix = cluster.redisPrefix;
+        const names = appName ? [appName] : await deployedApps(redis, prefix);
+        const out: unknown[] = [];
+        for (const name of names) {
+          const dep = await readDeployment(redis, prefix, name);
+          if (!dep) throw inputError(`${name} is not deployed`, { hint: 'jupiter status lists the deployed apps' });
+          const app = await loadApp(dep.appDir);
+          const [st, rec] = [await getStatus(redis, prefix, app), await readMapping(redis, prefix, name)];
+          if (opts.json) out.push({ deployment: dep, mapping: rec, status: st });
+          else process.stdout.write(`${name}  (run ${dep.runId}, ${dep.runtime} runtime, mapper ${dep.mapper})\n${statusTable(st, rec)}\noutputs: ${dep.outputDir}\n\n`);
+        }
+        if (opts.json) process.stdout.write(`${JSON.stringify(appName ? out[0] : out, null, 2)}\n`);
+        else if (names.length === 0) process.stdout.write('no app is deployed\n');
+        else if (dashboardUrl) process.stdout.write(`dashboard: ${dashboardUrl}\n`);
+      } finally {
+        redis.disconnect();
+      }
+    }));
+}

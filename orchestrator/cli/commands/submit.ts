@@ -1,0 +1,41 @@
+// `jupiter submit <app> <file...>`: stream more items into a running deployment.
+import type { Command } from 'commander';
+import { action } from '../run.js';
+import { connectToStack } from '../connect.js';
+import { createProgress, withStep } from '../../progress.js';
+import { loadApp } from '../../../config/app/load.js';
+import { runtimeError } from '../../../config/errors.js';
+import { submitItems } from '../../../circe/home/source.js';
+import { waitForItems } from '../../../circe/home/wait.js';
+import { readDeployment } from '../../deploy/record.js';
+import { itemsTable } from '../../report/tables.js';
+
+export function register(program: Command): void {
+  program
+    .command('submit <app> <files...>')
+    .description('submit files as new stream items to a deployed app')
+    .option('-w, --wait', 'wait for their outputs')
+    .option('--timeout <sec>', 'with --wait: give up after this many seconds', '300')
+    .action(action(async (appName: string, files: string[], opts: { wait?: boolean; timeout: string }) => {
+      const { cluster, redis } = await connectToStack();
+      const progress = createProgress();
+      try {
+        const dep = await readDeployment(redis, cluster.redisPrefix, appName);
+        if (!dep) throw runtimeError(`${appName} is not deployed`, { hint: `jupiter deploy ${appName}` });
+        const app = await loadApp(dep.appDir);
+        const items = await withStep(progress, `Submitting ${files.length} file(s)`, (step) =>
+          submitItems(redis, cluster.redisPrefix, app, files, { runId: dep.runId, onProgress: (d, t) => step.update(`${d}/${t}`) }));
+        for (const i of items) process.stdout.write(`${i.item}\t${i.name}\n`);
+        if (opts.wait) {
+          const results = await withStep(progress, 'Waiting for outputs', (step) =>
+            waitForItems(redis, cluster.redisPrefix, appName, items.map((i) => i.item), {
+              timeoutMs: Number(opts.timeout) * 1000,
+              onProgress: (d, t) => step.update(`${d}/${t}`),
+            }));
+          process.stdout.write(`${itemsTable(results)}\noutputs: ${dep.outputDir}\n`);
+        }
+      } finally {
+        redis.disconnect();
+      }
+    }));
+}

@@ -1,0 +1,157 @@
+// `jupiter deploy`: validate -> services -> profiles -> map -> runners -> inputs -> (wait).
+// A failure after runners or keys were created removes them again: nothing half-deployed stays.
+import { readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { MappingRecord } from '../../config/events.js';
+import { inputError } from '../../config/errors.js';
+import { loadApp } from '../../config/app/load.js';
+import { loadClusterConfig } from '../../config/cluster/load.js';
+import { validateAppAgainstCluster } from '../../config/app/cluster-check.js';
+import { HOME, type AppSpec, type ClusterConfig, type RuntimeName } from '../../config/types.js';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { configureApp, type PipelineSettings } from '../../circe/queue/settings.js';
+import { submitItems, type SubmittedItem } from '../../circe/home/source.js';
+import { waitForItems, type ItemResult } from '../../circe/home/wait.js';
+import type { RunnerSpec } from '../../circe/runtime/types.js';
+import type { Progress } from '../progress.js';
+import { withStep } from '../progress.js';
+import { ensureStack } from '../stack/embedded.js';
+import { gatherProfiles, place } from './placement.js';
+import { readDeployment, writeDeployment, type DeploymentRecord } from './record.js';
+import { homeRuntime, runtimeFor } from './runtimes.js';
+import { teardownApp } from './teardown.js';
+
+export interface DeployOptions {
+  /** App folder or name under apps/. */
+  app: string;
+  mapper?: string;
+  runtime?: string;
+  /** Folder of input files (default: the app's sample_input/). */
+  inputs?: string;
+  wait?: boolean;
+  /** Seconds to wait for every output with --wait. */
+  timeoutSec?: number;
+  seed?: number;
+  /** Seconds to wait for a complete profile of the nodes. */
+  profileWaitSec?: number;
+  /** Root of run outputs (default ./runs). */
+  runsDir?: string;
+  settings?: Partial<PipelineSettings>;
+}
+
+export interface DeployResult {
+  app: AppSpec;
+  cluster: ClusterConfig;
+  record: MappingRecord;
+  deployment: DeploymentRecord;
+  items: SubmittedItem[];
+  results?: ItemResult[];
+  dashboardUrl?: string;
+}
+
+async function inputFiles(app: AppSpec, dir?: string): Promise<string[]> {
+  if (!dir) return app.sampleInputs;
+  const abs = resolve(dir);
+  const names = await readdir(abs, { withFileTypes: true }).catch(() => {
+    throw inputError(`input folder ${dir} cannot be read`, { hint: 'pass a folder of input files with --inputs' });
+  });
+  const files = names.filter((d) => d.isFile() && !d.name.startsWith('.')).map((d) => join(abs, d.name)).sort();
+  if (files.length === 0) throw inputError(`input folder ${dir} holds no files`);
+  return files;
+}
+
+function newRunId(): string {
+  const d = new Date();
+  const stamp = d.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+  return `${stamp}-${randomBytes(2).toString('hex')}`;
+}
+
+export async function deploy(opts: DeployOptions, progress: Progress): Promise<DeployResult> {
+  const { app, cluster, files } = await withStep(progress, 'Validating app and cluster configuration', async (step) => {
+    const app = await loadApp(opts.app);
+    const cluster = await loadClusterConfig();
+    if (opts.mapper) cluster.mapper = opts.mapper;
+    if (opts.runtime) {
+      if (opts.runtime !== 'process' && opts.runtime !== 'docker') {
+        throw inputError(`unknown runtime ${JSON.stringify(opts.runtime)}`, { hint: 'one of: process, docker' });
+      }
+      cluster.runtime = opts.runtime as RuntimeName;
+    }
+    validateAppAgainstCluster(app, cluster);
+    const files = await inputFiles(app, opts.inputs);
+    step.update(`${app.name}: ${app.dagTasks.length} tasks, ${files.length} inputs, ${cluster.nodes.length} nodes`);
+    return { app, cluster, files };
+  });
+
+  const stack = await ensureStack(cluster, progress);
+  const redis = connectRedis(stack.redisUrl, { name: 'jupiter:deploy', failFast: true });
+  const prefix = cluster.redisPrefix;
+  const runtime = runtimeFor(cluster.runtime);
+  let created = false;
+  try {
+    if (await readDeployment(redis, prefix, app.name)) {
+      await withStep(progress, `Removing the previous deployment of ${app.name}`, async (step) => {
+        step.update(`${(await teardownApp(redis, cluster, app.name)).length} things removed`);
+      });
+    }
+    const nodes = cluster.nodes.map((n) => n.name);
+    const snap = await gatherProfiles(redis, app, {
+      prefix,
+      nodes,
+      waitMs: (opts.profileWaitSec ?? 15) * 1000,
+      execProfile: true,
+    }, progress);
+    const { record } = await withStep(progress, `Mapping with ${cluster.mapper}`, async (step) => {
+      const placed = place(app, snap, nodes, { mapper: cluster.mapper, seed: opts.seed });
+      step.update(`predicted makespan ${placed.record.predictedMakespan.toFixed(3)} s`);
+      return placed;
+    });
+
+    const runId = newRunId();
+    const outputDir = resolve(opts.runsDir ?? 'runs', app.name, runId, 'output');
+    const deployment: DeploymentRecord = {
+      app: app.name, appDir: app.dir, runId, runtime: cluster.runtime, mapper: record.mapper, outputDir, startedAt: Date.now(),
+    };
+    created = true;
+    await writeDeployment(redis, prefix, deployment, record);
+    await configureApp(redis, prefix, app.name, opts.settings ?? {});
+
+    const spec = (task: string, node: string): RunnerSpec => ({ app: app.name, task, node, runId, redisUrl: stack.redisUrl, redisPrefix: prefix });
+    await withStep(progress, `Preparing the ${runtime.name} runtime`, async (step) => {
+      await runtime.prepare(app, cluster, (msg) => step.update(msg));
+    });
+    await withStep(progress, `Starting ${app.tasks.length} task runner(s) and the home sink`, async (step) => {
+      const sinkRuntime = homeRuntime();
+      await sinkRuntime.start(app, [spec(HOME, HOME)], cluster);
+      const handles = await runtime.start(app, app.tasks.map((t) => spec(t.name, record.mapping[t.name]!)), cluster);
+      step.update(`${handles.length} runners`);
+    });
+
+    const items = await withStep(progress, `Submitting ${files.length} input(s)`, async (step) =>
+      submitItems(redis, prefix, app, files, {
+        runId,
+        onProgress: (done, total) => step.update(`${done}/${total}`),
+        onBackPressure: (task, depth) => step.update(`waiting: queue of ${task} holds ${depth}`),
+      }));
+
+    let results: ItemResult[] | undefined;
+    if (opts.wait) {
+      results = await withStep(progress, `Waiting for the outputs of ${items.length} item(s)`, async (step) =>
+        waitForItems(redis, prefix, app.name, items.map((i) => i.item), {
+          timeoutMs: (opts.timeoutSec ?? 300) * 1000,
+          onProgress: (done, total) => step.update(`${done}/${total} done`),
+        }));
+    }
+    return { app, cluster, record, deployment, items, results, dashboardUrl: stack.dashboardUrl };
+  } catch (e) {
+    if (created) {
+      await withStep(progress, 'Deploy failed: removing what was started', async () => {
+        await teardownApp(redis, cluster, app.name).catch(() => undefined);
+      }).catch(() => undefined);
+    }
+    throw e;
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,107 @@
+// From profiles to a placement: wait for a complete profile of the live nodes, profile the
+// app's execution when that is missing, then run the mapper (or take the app's static placement).
+import type { Redis } from 'ioredis';
+import type { MappingRecord } from '../../config/events.js';
+import { inputError, runtimeError } from '../../config/errors.js';
+import { HOME, type AppSpec, type ProfileSnapshot } from '../../config/types.js';
+import { mappers, placeHelperTasks, problemFromProfiles, simulate, type MapResult } from '../../mappers/index.js';
+import { isComplete, readProfiles } from '../profiles/read.js';
+import { requestExecProfiles } from '../profiles/exec.js';
+import type { Progress } from '../progress.js';
+
+export interface ProfileOptions {
+  prefix: string;
+  /** Nodes the app may use (the cluster's compute nodes). */
+  nodes: string[];
+  /** How long to wait for agents and a complete link profile. */
+  waitMs: number;
+  /** Profile the app's execution on every node when no record exists yet. */
+  execProfile: boolean;
+}
+
+function hasExecProfiles(app: AppSpec, snap: ProfileSnapshot): boolean {
+  const wanted = app.tasks.filter((t) => t.isDag && t.execProfiler).map((t) => t.name);
+  const have = new Set(snap.exec.filter((e) => e.app === app.name).map((e) => e.task));
+  return wanted.every((t) => have.has(t));
+}
+
+/** Live profiles for the app, waiting for agents and profiling execution as needed. */
+export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOptions, progress: Progress): Promise<ProfileSnapshot> {
+  const step = progress.step('Collecting profiles from the node agents');
+  const deadline = Date.now() + opts.waitMs;
+  let snap = await readProfiles(redis, { prefix: opts.prefix });
+  for (;;) {
+    const live = snap.nodes.map((n) => n.node).filter((n) => opts.nodes.includes(n));
+    step.update(`${live.length}/${opts.nodes.length} nodes, ${snap.links.length} links`);
+    if (live.length === opts.nodes.length && isComplete(snap, opts.nodes)) break;
+    if (Date.now() > deadline) {
+      if (live.length === 0) {
+        step.fail();
+        throw runtimeError('no node agent is alive', { hint: 'start one per node with `jupiter agent --node <name>` (the embedded default starts them itself)' });
+      }
+      break; // map onto the live nodes with what is known
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    snap = await readProfiles(redis, { prefix: opts.prefix });
+  }
+  step.done();
+  if (opts.execProfile && !hasExecProfiles(app, snap)) {
+    const exec = progress.step(`Profiling execution of ${app.name} on every node`);
+    const res = await requestExecProfiles(redis, app, {
+      prefix: opts.prefix,
+      timeoutMs: 120_000,
+      nodes: opts.nodes,
+      onReply: (r) => exec.update(`${r.node} done`),
+    });
+    exec.done(res.missing.length ? `no answer from ${res.missing.join(', ')}` : `${res.replies.length} nodes`);
+    snap = await readProfiles(redis, { prefix: opts.prefix });
+  }
+  return snap;
+}
+
+export interface PlaceOptions {
+  mapper: string;
+  seed?: number;
+}
+
+/** The mapping record of a deployment: mapper result (or static placement) plus the DAG to draw. */
+export function place(app: AppSpec, snap: ProfileSnapshot, nodes: string[], opts: PlaceOptions): { record: MappingRecord; result: MapResult } {
+  const live = nodes.filter((n) => snap.nodes.some((r) => r.node === n));
+  if (live.length === 0) throw runtimeError('no live node to map onto');
+  const problem = problemFromProfiles(app, snap, { nodes: live });
+  const pinned = app.dagTasks.filter((t) => app.staticPlacement[t]);
+  let result: MapResult;
+  if (pinned.length === app.dagTasks.length) {
+    for (const t of pinned) {
+      if (!live.includes(app.staticPlacement[t]!)) {
+        throw runtimeError(`static placement puts ${t} on ${app.staticPlacement[t]}, which has no live agent`, {
+          file: `${app.dir}/configuration.txt`,
+          line: app.sourceLines?.staticPlacement[t],
+        });
+      }
+    }
+    result = { ...simulate(problem, app.staticPlacement), mapper: 'static' };
+  } else {
+    const fn = mappers[opts.mapper];
+    if (!fn) throw inputError(`unknown mapper ${JSON.stringify(opts.mapper)}`, { hint: `one of: ${Object.keys(mappers).join(', ')}` });
+    // Duplicated copies are not run by the dispatcher, so predictions must not count on them.
+    result = fn(problem, { seed: opts.seed, allowDuplicates: false });
+  }
+  const mapping = { ...result.mapping, ...placeHelperTasks(app, live) };
+  const record: MappingRecord = {
+    app: app.name,
+    mapper: result.mapper,
+    mapping,
+    schedule: Object.entries(result.schedule).map(([task, s]) => ({ task, node: s.node, start: s.start, finish: s.finish })),
+    predictedMakespan: result.makespan,
+    ts: Date.now(),
+    dag: {
+      tasks: app.tasks.filter((t) => t.isDag).map((t) => ({
+        name: t.name,
+        children: t.children.filter((c) => c !== HOME),
+        ...(t.children.includes(HOME) ? { sink: true } : {}),
+      })),
+    },
+  };
+  return { record, result };
+}

@@ -1,0 +1,82 @@
+// Tables of `jupiter profile`: live nodes, the link matrix, execution profiles per app.
+import Table from 'cli-table3';
+import type { ProfileView } from './read.js';
+
+const tableStyle = { head: [] as string[], border: [] as string[] };
+
+export function fmtBytes(b: number): string {
+  if (b < 1024) return `${b} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = b / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}`;
+}
+
+export function fmtAge(ms: number): string {
+  const s = Math.max(0, ms) / 1000;
+  return s < 120 ? `${s.toFixed(1)} s` : s < 7200 ? `${(s / 60).toFixed(1)} min` : `${(s / 3600).toFixed(1)} h`;
+}
+
+export function fmtRate(bytesPerSec: number): string {
+  const mbit = (bytesPerSec * 8) / 1e6;
+  return mbit >= 1e5 ? '> 100 Gbit/s' : mbit >= 1000 ? `${(mbit / 1000).toFixed(2)} Gbit/s` : `${mbit.toFixed(mbit < 10 ? 2 : 1)} Mbit/s`;
+}
+
+const sci = (x: number) => (x === 0 ? '0' : x.toExponential(3));
+
+export function formatProfileView(view: ProfileView, now = Date.now()): string {
+  const { agents, snapshot } = view;
+  const out: string[] = [];
+  if (agents.length === 0) return 'No live agents. Start one per node with `jupiter agent --node <name>` (the embedded stack starts them for `jupiter deploy`).\n';
+  const res = new Map(snapshot.nodes.map((n) => [n.node, n]));
+  const nodes = new Table({ head: ['node', 'address', 'CPU % (mean)', 'memory % (mean)', 'cores', 'load 1 min', 'free memory', 'heartbeat age'], style: tableStyle });
+  for (const a of agents) {
+    const r = res.get(a.node);
+    nodes.push([
+      a.node,
+      `${a.host}:${a.port}`,
+      r ? `${r.cpuPercent.toFixed(1)} (${r.cpuMean.toFixed(1)})` : '-',
+      r ? `${r.memPercent.toFixed(1)} (${r.memMean.toFixed(1)})` : '-',
+      r ? r.cores : '-',
+      r ? r.load1.toFixed(2) : '-',
+      r ? fmtBytes(r.freeMemBytes) : '-',
+      fmtAge(now - a.heartbeatAt),
+    ]);
+  }
+  out.push(`Live nodes (${agents.length})`, nodes.toString(), '');
+
+  const links = new Table({
+    head: ['link', 'latency', 'bandwidth', 'a (s/B²)', 'b (s/B)', 'c (s)', 'model', 'samples', 'age'],
+    style: tableStyle,
+  });
+  for (const l of [...snapshot.links].sort((p, q) => p.from.localeCompare(q.from) || p.to.localeCompare(q.to))) {
+    links.push([`${l.from} -> ${l.to}`, `${(l.latencySec * 1000).toFixed(2)} ms`, fmtRate(l.bandwidthBytesPerSec), sci(l.a), sci(l.b), sci(l.c), l.model ?? '-', l.samples, fmtAge(now - l.updatedAt)]);
+  }
+  const have = new Set(snapshot.links.map((l) => `${l.from} -> ${l.to}`));
+  const missing = agents.flatMap((f) => agents.filter((t) => t !== f).map((t) => `${f.node} -> ${t.node}`)).filter((k) => !have.has(k));
+  out.push(`Links (seconds = a·bytes² + b·bytes + c): ${snapshot.links.length} fitted${missing.length ? `, ${missing.length} not yet: ${missing.join(', ')}` : ''}`);
+  if (snapshot.links.length > 0) out.push(links.toString());
+  out.push('');
+
+  const apps = [...new Set(snapshot.exec.map((e) => e.app))].sort();
+  if (apps.length === 0) out.push('Execution profiles: none (run `jupiter profile exec <app>`)');
+  for (const app of apps) {
+    const rows = snapshot.exec.filter((e) => e.app === app);
+    const nodeNames = [...new Set(rows.map((e) => e.node))].sort();
+    const tasks = [...new Set(rows.map((e) => e.task))];
+    const t = new Table({ head: ['task', ...nodeNames.map((n) => `${n}: time / output`)], style: tableStyle });
+    for (const task of tasks) {
+      t.push([task, ...nodeNames.map((n) => {
+        const e = rows.find((r) => r.task === task && r.node === n);
+        return e ? `${(e.durationSec * 1000).toFixed(1)} ms / ${fmtBytes(e.outputBytes)}` : '-';
+      })]);
+    }
+    const newest = Math.max(...rows.map((r) => r.updatedAt));
+    out.push(`Execution profile of ${app} (age ${fmtAge(now - newest)})`, t.toString(), '');
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,164 @@
+// The embedded default: with no Redis or MQTT configured, Jupiter runs its own private
+// services on this machine (a redis-server with append-only persistence under <stateDir>/redis,
+// a hub process with the aedes MQTT broker, telemetry bridge and dashboard, and one agent per
+// local node). They outlive the CLI so a deployment keeps streaming; `jupiter stack down` stops them.
+import { join } from 'node:path';
+import type { ClusterConfig } from '../../config/types.js';
+import { runtimeError } from '../../config/errors.js';
+import type { Progress } from '../progress.js';
+import { withStep } from '../progress.js';
+import { freePort } from './free-port.js';
+import { RedisServer, waitForRedis } from './redis-server.js';
+import { isAlive, readStackState, stateDir, writeStackState, type StackState } from './state.js';
+import { spawnDetached } from './detached.js';
+
+export interface StackEndpoints {
+  redisUrl: string;
+  mqttUrl?: string;
+  mqttWsUrl?: string;
+  dashboardUrl?: string;
+  /** true when this call started something. */
+  started: boolean;
+}
+
+async function ensureRedis(dir: string, state: StackState, progress: Progress): Promise<boolean> {
+  if (state.redis && isAlive(state.redis.pid)) {
+    try {
+      await waitForRedis(state.redis.url, 2000);
+      return false;
+    } catch {
+      // A stale pid that now belongs to something else: start a new server below.
+    }
+  }
+  await withStep(progress, 'Starting private Redis', async (step) => {
+    const server = await new RedisServer({ dir: join(dir, 'redis'), appendOnly: true, detached: true }).start();
+    state.redis = { pid: server.pid ?? 0, url: server.url, port: server.port, startedAt: Date.now() };
+    step.update(server.url);
+  });
+  return true;
+}
+
+async function waitHttp(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw runtimeError(`the Jupiter hub did not answer at ${url}`, { hint: 'see .jupiter/logs/hub.log' });
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function ensureHub(dir: string, cluster: ClusterConfig, redisUrl: string, state: StackState, progress: Progress): Promise<boolean> {
+  if (state.hub && isAlive(state.hub.pid)) return false;
+  await withStep(progress, 'Starting hub (MQTT broker, telemetry, dashboard)', async (step) => {
+    const [mqttPort, wsPort, httpPort] = [await freePort(), await freePort(), await freePort()];
+    const args = ['stack', 'hub', '--redis', redisUrl, '--http-port', String(httpPort)];
+    if (!cluster.mqtt.url) args.push('--mqtt-port', String(mqttPort), '--ws-port', String(wsPort));
+    const pid = spawnDetached(dir, 'hub', args);
+    const httpUrl = `http://127.0.0.1:${httpPort}`;
+    await waitHttp(`${httpUrl}/healthz`, 15_000);
+    state.hub = {
+      pid,
+      startedAt: Date.now(),
+      httpUrl,
+      mqttUrl: cluster.mqtt.url ?? `mqtt://127.0.0.1:${mqttPort}`,
+      mqttWsUrl: cluster.mqtt.url ? '' : `ws://127.0.0.1:${wsPort}`,
+    };
+    step.update(httpUrl);
+  });
+  return true;
+}
+
+async function ensureAgents(dir: string, cluster: ClusterConfig, redisUrl: string, state: StackState, progress: Progress): Promise<boolean> {
+  state.agents ??= {};
+  const missing = cluster.nodes.filter((n) => !isAlive(state.agents?.[n.name]?.pid));
+  if (missing.length === 0) return false;
+  await withStep(progress, `Starting ${missing.length} local agent(s)`, async () => {
+    for (const node of missing) {
+      const port = node.agent?.port ?? (await freePort());
+      const listen = `${node.agent?.host ?? '127.0.0.1'}:${port}`;
+      const pid = spawnDetached(dir, `agent-${node.name}`, ['agent', '--node', node.name, '--listen', listen, '--redis', redisUrl]);
+      state.agents![node.name] = { pid, listen, startedAt: Date.now() };
+    }
+  });
+  return true;
+}
+
+/** Make sure the services this cluster configuration needs are up; returns where they are. */
+export async function ensureStack(cluster: ClusterConfig, progress: Progress): Promise<StackEndpoints> {
+  const dir = stateDir(cluster.stateDir);
+  const state = readStackState(dir);
+  let started = false;
+  let redisUrl = cluster.redisUrl;
+  if (!redisUrl) {
+    started = (await ensureRedis(dir, state, progress)) || started;
+    redisUrl = state.redis!.url;
+    writeStackState(dir, state);
+  } else {
+    await waitForRedis(redisUrl, 5000);
+  }
+  started = (await ensureHub(dir, cluster, redisUrl, state, progress)) || started;
+  writeStackState(dir, state);
+  if (cluster.embedded) {
+    started = (await ensureAgents(dir, cluster, redisUrl, state, progress)) || started;
+    writeStackState(dir, state);
+  }
+  return {
+    redisUrl,
+    mqttUrl: state.hub?.mqttUrl,
+    mqttWsUrl: state.hub?.mqttWsUrl || undefined,
+    dashboardUrl: state.hub?.httpUrl,
+    started,
+  };
+}
+
+/** Read where the running stack is, without starting anything. */
+export function stackEndpoints(cluster: ClusterConfig): Omit<StackEndpoints, 'started'> | undefined {
+  const state = readStackState(stateDir(cluster.stateDir));
+  const redisUrl = cluster.redisUrl ?? (state.redis && isAlive(state.redis.pid) ? state.redis.url : undefined);
+  if (!redisUrl) return undefined;
+  const hubUp = state.hub && isAlive(state.hub.pid);
+  return {
+    redisUrl,
+    mqttUrl: hubUp ? state.hub!.mqttUrl : cluster.mqtt.url,
+    mqttWsUrl: hubUp ? state.hub!.mqttWsUrl || undefined : undefined,
+    dashboardUrl: hubUp ? state.hub!.httpUrl : undefined,
+  };
+}
+
+async function stopPid(pid: number, graceMs = 3000): Promise<void> {
+  if (!isAlive(pid)) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+/** Stop every private service; returns what was stopped. */
+export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
+  const dir = stateDir(cluster.stateDir);
+  const state = readStackState(dir);
+  const stopped: string[] = [];
+  for (const [node, agent] of Object.entries(state.agents ?? {})) {
+    if (isAlive(agent.pid)) stopped.push(`agent ${node} (pid ${agent.pid})`);
+    await stopPid(agent.pid);
+  }
+  if (state.hub) {
+    if (isAlive(state.hub.pid)) stopped.push(`hub (pid ${state.hub.pid})`);
+    await stopPid(state.hub.pid);
+  }
+  if (state.redis) {
+    if (isAlive(state.redis.pid)) stopped.push(`redis-server (pid ${state.redis.pid})`);
+    await stopPid(state.redis.pid, 10_000);
+  }
+  writeStackState(dir, {});
+  return stopped;
+}

@@ -1,0 +1,47 @@
+// The embedded stack's state file (<stateDir>/stack.json): which private services run, where.
+import { mkdirSync, readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export interface ServiceState {
+  pid: number;
+  startedAt: number;
+}
+
+export interface StackState {
+  redis?: ServiceState & { url: string; port: number };
+  hub?: ServiceState & { mqttUrl: string; mqttWsUrl: string; httpUrl: string };
+  agents?: Record<string, ServiceState & { listen: string }>;
+}
+
+export function stateDir(dir: string): string {
+  const abs = resolve(dir);
+  mkdirSync(abs, { recursive: true, mode: 0o700 });
+  return abs;
+}
+
+export function readStackState(dir: string): StackState {
+  const file = join(resolve(dir), 'stack.json');
+  if (!existsSync(file)) return {};
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as StackState;
+  } catch {
+    return {};
+  }
+}
+
+export function writeStackState(dir: string, state: StackState): void {
+  const file = join(stateDir(dir), 'stack.json');
+  // Write then rename, so a reader never sees half a file.
+  writeFileSync(`${file}.tmp`, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  renameSync(`${file}.tmp`, file);
+}
+
+export function isAlive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

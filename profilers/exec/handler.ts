@@ -1,0 +1,42 @@
+// Inbox handler `exec-profile`: profile an app on this node and store one ExecProfile per task
+// in Redis (`exec:<app>:<node>:<task>`), then reply with what was profiled, skipped or failed.
+import { existsSync } from 'node:fs';
+import type { AppSpec } from '../../config/types.js';
+import { loadApp } from '../../config/app/load.js';
+import type { MessageHandler } from '../agent/agent.js';
+import { reply } from '../agent/inbox.js';
+import { profileApp, type AppProfileResult } from './profile-app.js';
+
+export interface ExecProfileRequest {
+  type: 'exec-profile';
+  id: string;
+  /** App name (looked up under apps/ when appDir is not on this machine). */
+  app: string;
+  appDir: string;
+}
+
+export interface ExecProfileReply extends Partial<AppProfileResult> {
+  node: string;
+  ok: boolean;
+  error?: string;
+}
+
+export const handleExecProfile: MessageHandler = async (raw, ctx) => {
+  const msg = raw as unknown as ExecProfileRequest;
+  let body: ExecProfileReply;
+  try {
+    const app: AppSpec = await loadApp(existsSync(msg.appDir) ? msg.appDir : msg.app);
+    ctx.log(`execution profiling of ${app.name} requested`);
+    const result = await profileApp(app, ctx.node, { log: ctx.log });
+    if (result.profiles.length > 0) {
+      await ctx.redis.mset(Object.fromEntries(result.profiles.map((p) => [ctx.keys.exec(p.app, p.node, p.task), JSON.stringify(p)])));
+    }
+    // Forget earlier profiles of tasks that were not profiled this time, so tables never mix runs.
+    const stale = [...result.skipped, ...result.failed].map((s) => ctx.keys.exec(app.name, ctx.node, s.task));
+    if (stale.length > 0) await ctx.redis.del(...stale);
+    body = { ...result, ok: result.failed.length === 0 };
+  } catch (e) {
+    body = { node: ctx.node, ok: false, error: (e as Error).message };
+  }
+  await reply(ctx.redis, ctx.keys, msg.id, body);
+};

@@ -1,0 +1,124 @@
+// The execution profiler's work on one node: run every DAG task of an app once on the app's
+// first sample input, in the node's runtime (the process runtime: the task's code runs through
+// circe's invoker, a persistent Python interpreter or the imported JS/TS module), chaining each
+// task's outputs to its children by the task's FLAG like a real run. Records wall time of the
+// task call (ms precision; the interpreter start and module import are not counted, as in a
+// deployed runner they happen once) and the bytes of its outputs.
+// Not profiled: tasks with `exec_profiler: false` (skipped, never run), and tasks that need an
+// output of a skipped or failed task (they have nothing to run on). Where a task would run
+// more than once per item (FLAG true with several outputs), its first run is timed.
+import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../config/types.js';
+import { createInvoker } from '../../circe/invoke/invoker.js';
+
+export interface SkippedTask {
+  task: string;
+  reason: string;
+}
+
+export interface AppProfileResult {
+  node: string;
+  app: string;
+  profiles: ExecProfile[];
+  skipped: SkippedTask[];
+  failed: SkippedTask[];
+}
+
+/** DAG tasks parents-first (Kahn), ties in file order. */
+export function topoOrder(app: AppSpec): TaskSpec[] {
+  const dag = app.tasks.filter((t) => t.isDag);
+  const byName = new Map(dag.map((t) => [t.name, t]));
+  const indeg = new Map(dag.map((t) => [t.name, 0]));
+  for (const t of dag) for (const c of t.children) if (byName.has(c)) indeg.set(c, (indeg.get(c) ?? 0) + 1);
+  const order: TaskSpec[] = [];
+  const ready = dag.filter((t) => indeg.get(t.name) === 0);
+  while (ready.length > 0) {
+    const t = ready.shift()!;
+    order.push(t);
+    for (const c of t.children) {
+      if (!byName.has(c)) continue;
+      const d = (indeg.get(c) ?? 0) - 1;
+      indeg.set(c, d);
+      if (d === 0) ready.push(byName.get(c)!);
+    }
+    ready.sort((p, q) => p.line - q.line);
+  }
+  return order;
+}
+
+/** Outputs of `task` that go to `child` under the task's FLAG. */
+function outputsFor(task: TaskSpec, outputs: string[], child: string): string[] {
+  if (task.broadcast) return outputs;
+  const i = task.children.indexOf(child);
+  return i >= 0 && outputs[i] ? [outputs[i]] : [];
+}
+
+export async function profileApp(app: AppSpec, node: string, opts: { log?: (line: string) => void; workDir?: string } = {}): Promise<AppProfileResult> {
+  const result: AppProfileResult = { node, app: app.name, profiles: [], skipped: [], failed: [] };
+  if (app.sampleInputs.length === 0) throw new Error(`app ${app.name} has no files in sample_input/ to profile with`);
+  const root = await mkdtemp(join(opts.workDir ?? tmpdir(), `jupiter-exec-${app.name}-${node}-`));
+  const order = topoOrder(app);
+  const parents = new Map<string, TaskSpec[]>();
+  for (const t of order) for (const c of t.children) if (c !== HOME) parents.set(c, [...(parents.get(c) ?? []), t]);
+  const outputs = new Map<string, string[]>();
+  const blocked = new Map<string, string>();
+  try {
+    for (const task of order) {
+      const ps = parents.get(task.name) ?? [];
+      const blocker = ps.find((p) => blocked.has(p.name));
+      if (!task.execProfiler) {
+        result.skipped.push({ task: task.name, reason: 'exec_profiler is false' });
+        blocked.set(task.name, 'skipped');
+        continue;
+      }
+      if (blocker) {
+        result.skipped.push({ task: task.name, reason: `needs the output of ${blocked.get(blocker.name)} task ${blocker.name}` });
+        blocked.set(task.name, 'skipped');
+        continue;
+      }
+      // One file from each parent (a join gets one from each), or the sample input for an entry task.
+      const sources = ps.length === 0
+        ? app.sampleInputs.slice(0, Math.max(1, task.numInputs))
+        : ps.map((p) => outputsFor(p, outputs.get(p.name) ?? [], task.name)[0]).filter((f): f is string => Boolean(f));
+      if (sources.length === 0) {
+        result.skipped.push({ task: task.name, reason: 'its parents produced no output for it' });
+        blocked.set(task.name, 'skipped');
+        continue;
+      }
+      const pathin = join(root, task.name, 'in');
+      const pathout = join(root, task.name, 'out');
+      await mkdir(pathin, { recursive: true });
+      await mkdir(pathout, { recursive: true });
+      const names: string[] = [];
+      for (const [i, src] of sources.entries()) {
+        let name = basename(src);
+        if (names.includes(name)) name = `${i}-${name}`;
+        await copyFile(src, join(pathin, name));
+        names.push(name);
+      }
+      let invoker;
+      try {
+        invoker = await createInvoker(app, task);
+        const t0 = performance.now();
+        const outs = await invoker.invoke(names, pathin, pathout);
+        const durationSec = Math.round((performance.now() - t0) * 1000) / 1e6; // microsecond resolution
+        let outputBytes = 0;
+        for (const o of outs) outputBytes += (await stat(o)).size;
+        outputs.set(task.name, outs);
+        result.profiles.push({ app: app.name, task: task.name, node, durationSec, outputBytes, updatedAt: Date.now() });
+        opts.log?.(`exec profile ${app.name}/${task.name}: ${(durationSec * 1000).toFixed(0)} ms, ${outputBytes} B out`);
+      } catch (e) {
+        result.failed.push({ task: task.name, reason: (e as Error).message });
+        blocked.set(task.name, 'failed');
+      } finally {
+        await invoker?.close().catch(() => undefined);
+      }
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+  return result;
+}

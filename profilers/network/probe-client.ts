@@ -1,0 +1,59 @@
+// One DRUPE probe: POST `bytes` random bytes to a peer's probe endpoint over a fresh TCP
+// connection and time the whole transfer (connect, send, the peer's answer after the last
+// byte), like DRUPE timed a whole scp. Random payload, so no compression anywhere helps.
+import { request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+
+let payload = Buffer.alloc(0);
+
+function payloadOf(bytes: number): Buffer {
+  if (payload.length < bytes) payload = randomBytes(bytes);
+  return payload.subarray(0, bytes);
+}
+
+/** Seconds to transfer `bytes` to host:port; rejects on error, a wrong byte count or after timeoutMs. */
+export function probe(host: string, port: number, bytes: number, timeoutMs: number, signal?: AbortSignal): Promise<number> {
+  const body = payloadOf(bytes);
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const req = request(
+      {
+        host,
+        port,
+        method: 'POST',
+        path: '/probe',
+        agent: false,
+        headers: { 'content-type': 'application/octet-stream', 'content-length': String(bytes) },
+        timeout: timeoutMs,
+        signal,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => {
+          const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+          clearTimeout(timer);
+          if (res.statusCode !== 200) return reject(new Error(`probe answered HTTP ${res.statusCode}`));
+          let got = -1;
+          try {
+            got = (JSON.parse(text) as { bytes: number }).bytes;
+          } catch {
+            // handled below
+          }
+          if (got !== bytes) return reject(new Error(`peer received ${got} of ${bytes} bytes`));
+          resolve(seconds);
+        });
+        res.on('error', reject);
+      },
+    );
+    // `timeout` above is only idle time; this bounds the whole transfer.
+    const timer = setTimeout(() => req.destroy(new Error(`probe of ${bytes} bytes timed out after ${timeoutMs} ms`)), timeoutMs);
+    req.on('timeout', () => req.destroy(new Error(`probe of ${bytes} bytes stalled`)));
+    req.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    req.end(body);
+  });
+}

@@ -1,0 +1,65 @@
+// Distributed WAVE on real agents: `jupiter map <app> --mapper wave-*` with agents running makes
+// the agents place the tasks through Redis; the mapping must equal the pure simulation in
+// mappers/ for the same profiles and seed. Profiles are frozen after the bootstrap (refresh and
+// resource interval of an hour) so both sides see the same numbers.
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { loadApp } from '../../config/app/load.js';
+import { mappers, problemFromProfiles } from '../../mappers/index.js';
+import { isComplete, readProfileView, readProfiles } from '../../orchestrator/profiles/read.js';
+import { runCli } from '../support/cli.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { spawnAgent, waitFor, type AgentProc } from './agent-procs.js';
+
+const NODES = ['node1', 'node2', 'node3'];
+
+describe('profilers: distributed WAVE on three agents', function () {
+  this.timeout(120_000);
+  let redis: TestRedis;
+  let client: Redis;
+  let agents: AgentProc[] = [];
+  let env: NodeJS.ProcessEnv;
+
+  before(async () => {
+    redis = await startTestRedis();
+    client = new Redis(redis.url);
+    env = { JUPITER_REDIS_URL: redis.url };
+    agents = NODES.map((n) => spawnAgent(n, ['--redis', redis.url, '--refresh', '3600', '--resource-interval', '3600'], { env }));
+    await waitFor('a finished bootstrap', async () => {
+      const v = await readProfileView(client);
+      return v.agents.length === 3 && isComplete(v.snapshot, NODES) && v.snapshot.links.every((l) => l.samples >= 15);
+    }, 60_000, 100);
+    for (const app of ['dummy', 'anomaly']) {
+      const r = await runCli(['profile', 'exec', app], { env, timeoutMs: 120_000 });
+      expect(r.code, r.stderr).to.equal(0);
+    }
+  });
+
+  after(async () => {
+    await Promise.all(agents.map((a) => a.stop('SIGKILL')));
+    client?.disconnect();
+    await redis?.stop();
+  });
+
+  for (const app of ['dummy', 'anomaly']) {
+    for (const mapper of ['wave-greedy', 'wave-random']) {
+      for (const seed of [1, 7]) {
+        it(`${mapper} (seed ${seed}) on ${app}: the agents' mapping equals the simulation`, async () => {
+          const r = await runCli(['map', app, '--mapper', mapper, '--seed', String(seed), '--json'], { env });
+          expect(r.code, r.stderr).to.equal(0);
+          expect(r.stderr).to.match(new RegExp(`${mapper} ran distributed on 3 agent`));
+          const got = (JSON.parse(r.stdout) as { mapping: Record<string, string> }).mapping;
+          const spec = await loadApp(app);
+          const problem = problemFromProfiles(spec, await readProfiles(client), { nodes: NODES });
+          const want = mappers[mapper]!(problem, { seed }).mapping;
+          expect(got).to.deep.equal(want);
+        });
+      }
+    }
+  }
+
+  it('agents, not the home, placed the non-entry tasks', async () => {
+    const logs = agents.map((a) => a.log()).join('\n');
+    expect(logs).to.match(/WAVE dummy: task0@node1 placed task1 on node\d/);
+  });
+});

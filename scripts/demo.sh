@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, then deploy an example app on the embedded default
 # (local nodes, process runtime, private Redis and MQTT) and wait for every output.
+# Usage: scripts/demo.sh [app]   (default: dummy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+APP=${1:-dummy}
 bash scripts/setup.sh
-node bin/jupiter.js validate apps/dummy
-node bin/jupiter.js graph apps/dummy --format text
+node bin/jupiter.js validate "apps/$APP"
+node bin/jupiter.js graph "apps/$APP" --format text
+node bin/jupiter.js deploy "$APP" --wait
+echo
+echo "The deployment keeps running: try 'node bin/jupiter.js status $APP', 'node bin/jupiter.js submit $APP apps/$APP/sample_input/*',"
+echo "then 'node bin/jupiter.js teardown $APP --stack' to remove it and stop the private services."

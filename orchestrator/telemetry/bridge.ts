@@ -120,7 +120,12 @@ export class TelemetryBridge {
     this.blocking = new Redis(this.opts.redisUrl, redisOpts);
     for (const r of [this.redis, this.blocking]) r.on('error', (e: Error) => this.redisProblem(e));
     await Promise.all([this.redis.connect(), this.blocking.connect()]);
-    if (this.opts.mqtt) this.publisher = new MqttPublisher({ log: this.log, ...this.opts.mqtt }).start();
+    if (this.opts.mqtt) {
+      this.publisher = new MqttPublisher({ log: this.log, ...this.opts.mqtt }).start();
+      // Give the broker a moment so that the first events go out one by one rather than being
+      // coalesced per topic; a broker that is not there only delays the start by this much.
+      await this.publisher.waitConnected(3000);
+    }
     await this.poll();
     const every = (ms: number, fn: () => Promise<void> | void): void => {
       let busy = false;

@@ -24,7 +24,7 @@ print(json.dumps(m.task(names[0] if len(names) == 1 else names, sys.argv[3], sys
 
 const invokePython: Invoke = (t, inputs, pathin, pathout) =>
   new Promise((resolve, reject) => {
-    const p = spawn('python3', ['-c', PY, t.scriptFile, JSON.stringify(inputs), pathin, pathout], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn('python3', ['-c', PY, t.scriptFile, JSON.stringify(inputs), pathin, pathout], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
     let out = '';
     let err = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));

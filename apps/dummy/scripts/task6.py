@@ -2,6 +2,8 @@
 import os
 import sys
 
+# The shared body lives next to this file; no .pyc files in the app folder (it may be read-only).
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dummy_lib import main, run  # noqa: E402
 

@@ -8,4 +8,4 @@ bash scripts/setup.sh || fail "setup"
 echo "== lint";      npm run --silent lint || fail "lint"
 echo "== typecheck"; npm run --silent typecheck || fail "typecheck"
 echo "== tests"
-npx mocha
+npx mocha "dist/test/**/*.test.js"

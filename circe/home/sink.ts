@@ -98,9 +98,9 @@ export class Sink {
       await writeFile(dest, bytes);
     }
     // One script: count delivered-or-duplicate, free the blob, finish the job for its item.
-    const makespan = await this.redis.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.blob(d.blob), k.blobHolders(d.blob), k.pending(d.item), d.name, Date.now(), job.id!);
-    if (makespan >= 0) {
-      const ev = await emitItemDone(this.redis, k, this.settings.eventsMaxLen, d.item, makespan);
+    const [makespan, ...outputs] = await this.redis.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, d.name, Date.now(), job.id!, k.blob(''), d.blob);
+    if (Number(makespan) >= 0) {
+      const ev = await emitItemDone(this.redis, k, this.settings.eventsMaxLen, d.item, Number(makespan), outputs.map(String));
       this.opts.onItemDone?.(ev);
     }
   }

@@ -1,7 +1,7 @@
 // The home's source: puts files into the entry tasks' queues as new stream items.
-// Back-pressure: before adding, it looks at the depth of every task queue of the app and waits
-// while any holds `queueCap` or more waiting jobs, so a slow task slows the source instead of
-// letting Redis grow without bound.
+// Back-pressure: before each batch it looks at the depth of every task queue of the app, sends
+// no more than the room left under `queueCap` in the fullest one, and waits while there is none,
+// so a slow task slows the source instead of letting Redis grow without bound.
 import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +36,9 @@ export async function queueDepths(queues: AppQueues, app: AppSpec): Promise<Reco
   return Object.fromEntries(names.map((n, i) => [n, Object.values(counts[i]!).reduce((a, b) => a + b, 0)]));
 }
 
+/** Items sent per round trip by the source. */
+const SUBMIT_BATCH = 100;
+
 function newItemId(base: string): string {
   return `${base || 'item'}-${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
 }
@@ -64,36 +67,41 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
     const ids = prefixes.map((p, i) => (prefixes.indexOf(p) === prefixes.lastIndexOf(p) && !taken[i] && p ? p : newItemId(p)));
 
     const out: SubmittedItem[] = [];
-    let sinceCheck = Infinity;
-    let lastMax = 0;
-    for (let i = 0; i < files.length; i++) {
-      // Look at the queues every 64 items, or before each item once they are half full.
-      if (sinceCheck >= 64 || lastMax >= settings.queueCap / 2) {
-        for (;;) {
-          const depths = await queueDepths(queues, app);
-          const [fullest, depth] = Object.entries(depths).sort((a, b) => b[1] - a[1])[0] ?? ['', 0];
-          lastMax = depth;
-          if (depth < settings.queueCap) break;
-          opts.onBackPressure?.(fullest, depth);
-          await new Promise((r) => setTimeout(r, 100));
-        }
-        sinceCheck = 0;
+    let sinceTrim = 0;
+    for (let i = 0; i < files.length;) {
+      // Room left in the fullest queue decides how many items may go in now.
+      let room = 0;
+      for (;;) {
+        const depths = await queueDepths(queues, app);
+        const [fullest, depth] = Object.entries(depths).sort((x, y) => y[1] - x[1])[0] ?? ['', 0];
+        room = settings.queueCap - depth;
+        if (room > 0) break;
+        opts.onBackPressure?.(fullest, depth);
+        await new Promise((r) => setTimeout(r, 100));
       }
-      sinceCheck++;
-      const file = files[i]!;
-      const name = basename(file);
-      const item = ids[i]!;
-      const bytes = await readFile(file);
+      const n = Math.min(SUBMIT_BATCH, room, files.length - i);
+      const chunk = files.slice(i, i + n);
+      const bytes = await Promise.all(chunk.map((f) => readFile(f)));
       const enteredAt = Date.now();
-      const pipe = redis.pipeline();
-      pipe.hset(keys.item(item), 'enteredAt', enteredAt, 'file', name, 'runId', opts.runId ?? '');
-      pipe.zadd(keys.items, enteredAt, item);
-      pipe.hincrby(keys.stats, 'items:submitted', 1);
-      await execOrThrow(pipe);
-      await queues.send(item, SINK_QUEUE, [{ name, bytes, to: app.entryTasks }]);
-      out.push({ item, file, name, enteredAt });
-      opts.onProgress?.(i + 1, files.length);
-      if ((i + 1) % 256 === 0 || i === files.length - 1) await trimItems(redis, prefix, app.name, settings.keepItems);
+      const batch = chunk.map((file, j) => ({ item: ids[i + j]!, file, name: basename(file), enteredAt }));
+      await queues.sendMany(
+        batch.map((b, j) => ({ item: b.item, from: SINK_QUEUE, files: [{ name: b.name, bytes: bytes[j]!, to: app.entryTasks }] })),
+        (pipe) => {
+          for (const b of batch) {
+            pipe.hset(keys.item(b.item), 'enteredAt', enteredAt, 'file', b.name, 'runId', opts.runId ?? '');
+            pipe.zadd(keys.items, enteredAt, b.item);
+          }
+          pipe.hincrby(keys.stats, 'items:submitted', n);
+        },
+      );
+      out.push(...batch);
+      i += n;
+      opts.onProgress?.(i, files.length);
+      sinceTrim += n;
+      if (sinceTrim >= 256 || i === files.length) {
+        await trimItems(redis, prefix, app.name, settings.keepItems);
+        sinceTrim = 0;
+      }
     }
     return out;
   } finally {

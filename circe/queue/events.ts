@@ -4,7 +4,7 @@ import type { AppEvent, ItemDoneEvent } from '../../config/events.js';
 import type { AppKeys } from './keys.js';
 import { execOrThrow } from './transport.js';
 
-/** Recent makespans kept for status percentiles. */
+/** Recent makespans kept for status percentiles (the scripts trim the list to this). */
 export const MAKESPAN_WINDOW = 10_000;
 
 export function addEvent(pipe: ChainableCommander, keys: AppKeys, maxLen: number, ev: AppEvent): void {
@@ -13,16 +13,14 @@ export function addEvent(pipe: ChainableCommander, keys: AppKeys, maxLen: number
 
 /**
  * Called by whoever took the item's last in-flight job (the sink, or a runner whose job was the
- * last one, e.g. a dead-lettered one): publish ItemDoneEvent and the makespan.
+ * last one, e.g. a dead-lettered one): publish ItemDoneEvent (the script already recorded the
+ * makespan).
  */
-export async function emitItemDone(redis: Redis, keys: AppKeys, maxLen: number, item: string, makespanMs: number): Promise<ItemDoneEvent> {
-  const [outputs] = (await execOrThrow(redis.pipeline().smembers(keys.out(item)))) as [string[]];
-  const ev: ItemDoneEvent = { type: 'item-done', app: keys.app, item, makespanMs, outputs: outputs.sort(), ts: Date.now() };
+export async function emitItemDone(redis: Redis, keys: AppKeys, maxLen: number, item: string, makespanMs: number, outputs?: string[]): Promise<ItemDoneEvent> {
+  const names = outputs ?? (await redis.smembers(keys.out(item)));
+  const ev: ItemDoneEvent = { type: 'item-done', app: keys.app, item, makespanMs, outputs: [...names].sort(), ts: Date.now() };
   const pipe = redis.pipeline();
   addEvent(pipe, keys, maxLen, ev);
-  pipe.lpush(keys.makespans, makespanMs);
-  pipe.ltrim(keys.makespans, 0, MAKESPAN_WINDOW - 1);
-  pipe.hincrby(keys.stats, 'items:done', 1);
   await execOrThrow(pipe);
   return ev;
 }

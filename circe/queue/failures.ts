@@ -11,8 +11,8 @@ import type { PipelineSettings } from './settings.js';
 import { execOrThrow } from './transport.js';
 
 export interface ScriptedPipeline extends ChainableCommander {
-  jRelease(blob: string, holders: string, holder: string): ScriptedPipeline;
-  jFinish(pending: string, item: string, jobId: string, now: number): ScriptedPipeline;
+  jRelease(blobPrefix: string, blob: string, holder: string): ScriptedPipeline;
+  jFinish(pending: string, item: string, stats: string, makespans: string, jobId: string, now: number): ScriptedPipeline;
 }
 
 /** What a join stores per collected input. */
@@ -69,9 +69,9 @@ export async function recordFailure(ctx: FailureContext, job: Job<ItemJob>, err:
     const inp = JSON.parse(s) as StoredInput;
     held.set(inp.id, inp);
   }
-  for (const inp of held.values()) pipe.jRelease(k.blob(inp.blob), k.blobHolders(inp.blob), inp.id);
+  for (const inp of held.values()) pipe.jRelease(k.blob(''), inp.blob, inp.id);
   if (joined.length) pipe.del(k.join(T, d.item));
-  pipe.jFinish(k.pending(d.item), k.item(d.item), job.id!, Date.now());
+  pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, job.id!, Date.now());
   const out = await execOrThrow(pipe);
   const makespan = out[out.length - 1] as number;
   if (makespan >= 0) await emitItemDone(redis, k, ctx.settings.eventsMaxLen, d.item, makespan);

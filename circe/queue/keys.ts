@@ -3,7 +3,7 @@
 //   A q:<task>:...            BullMQ queues (prefix A q, queue name = task; `home` is the sink queue)
 //   A settings                hash    pipeline settings (attempts, limits, ...) read by every runner
 //   A blob:<id>               string  bytes of one file (binary, never base64)
-//   A blobh:<id>              set     job ids still holding the blob; the blob goes when it empties
+//   A blob:<id>:h             set     job ids still holding the blob; the blob goes when it empties
 //   A join:<task>:<item>      hash    inputs of a join collected so far (job id -> JSON input)
 //   A done:<task>:<item>      string  marker: task ran for item (expires; suppresses redeliveries)
 //   A pending:<item>          set     job ids of the item still in flight (empty = item finished)
@@ -25,6 +25,7 @@ export interface AppKeys {
   base: string;
   queuePrefix: string;
   settings: string;
+  /** blob('') is the prefix the Lua scripts derive blob keys from. */
   blob(id: string): string;
   blobHolders(id: string): string;
   join(task: string, item: string): string;
@@ -50,7 +51,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     queuePrefix: k.queuePrefix(app),
     settings: `${a}settings`,
     blob: (id) => `${a}blob:${id}`,
-    blobHolders: (id) => `${a}blobh:${id}`,
+    blobHolders: (id) => `${a}blob:${id}:h`,
     join: (t, i) => `${a}join:${t}:${i}`,
     done: (t, i) => `${a}done:${t}:${i}`,
     pending: (i) => `${a}pending:${i}`,

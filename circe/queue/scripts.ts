@@ -1,12 +1,39 @@
-// Lua scripts: each step that must be atomic for a restarted runner to lose nothing is one script.
+// Lua scripts: each step that must be atomic for a restarted runner to lose nothing is one
+// script, and each costs one round trip (the per-item command count is what bounds throughput).
+// Blob holder sets are `<blob key>:h`. Scripts derive some keys from prefixes, which is fine on
+// a single Redis (Jupiter does not support Redis Cluster).
 import type { Redis } from 'ioredis';
+
+const FINISH_FN = `
+-- Take a job out of its item's in-flight set; when it was the last one, mark the item done,
+-- record its makespan (bounded list) and return it, else return -1.
+local function finish_item(pending, item, stats, makespans, jobId, now)
+  redis.call('SREM', pending, jobId)
+  if redis.call('SCARD', pending) > 0 then return -1 end
+  if redis.call('EXISTS', item) == 0 then return -1 end
+  if redis.call('HSETNX', item, 'doneAt', now) == 0 then return -1 end
+  local entered = tonumber(redis.call('HGET', item, 'enteredAt') or now)
+  local last = tonumber(redis.call('HGET', item, 'lastOutputAt') or now)
+  local ms = last - entered
+  redis.call('HSET', item, 'makespanMs', ms)
+  redis.call('LPUSH', makespans, ms)
+  redis.call('LTRIM', makespans, 0, 9999)
+  redis.call('HINCRBY', stats, 'items:done', 1)
+  return ms
+end
+-- A receiver took its copy: drop it from the holders; the last one deletes the bytes.
+local function release(blobPrefix, blob, holder)
+  local holders = blobPrefix .. blob .. ':h'
+  redis.call('SREM', holders, holder)
+  if redis.call('SCARD', holders) == 0 then redis.call('DEL', blobPrefix .. blob, holders) end
+end
+`;
 
 const ARRIVE = `
 -- KEYS: done marker, join hash, runtime record hash
 -- ARGV: field (job id), input JSON, numInputs, rt field, enter ts, blob key prefix
 -- Returns {'dup'} | {'wait'} | {'run', input1, bytes1, input2, bytes2, ...}: the inputs come
--- with their bytes so that a run costs one round trip. (Blob keys are derived here, which is
--- fine for a single Redis; Jupiter does not support Redis Cluster.)
+-- with their bytes so that a run costs one round trip.
 redis.call('HSETNX', KEYS[3], ARGV[4], ARGV[5])
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'dup'} end
 local k = tonumber(ARGV[3])
@@ -27,69 +54,88 @@ end
 return out
 `;
 
-const DELIVER = `
--- KEYS: delivered-names set, item hash, stats hash, blob, holders, pending
--- ARGV: output name, now, job id
--- Called after the sink wrote the file: counts it delivered once, or as a suppressed duplicate.
-local fresh = redis.call('SADD', KEYS[1], ARGV[1])
-if fresh == 1 then
+const STAGE = `
+-- KEYS: blob, blob holders, item's in-flight set; ARGV: bytes, receiving job ids...
+-- Stores one output and registers its receivers before their jobs exist, so the item can
+-- never look finished too early.
+redis.call('SET', KEYS[1], ARGV[1])
+for i = 2, #ARGV do
+  redis.call('SADD', KEYS[2], ARGV[i])
+  redis.call('SADD', KEYS[3], ARGV[i])
+end
+return 1
+`;
+
+const COMMIT = FINISH_FN + `
+-- A task finished an item and its outputs are queued: mark the task done for the item, free
+-- the inputs, record runtimes and events, and finish the job.
+-- KEYS: done, join, rt, stats, events, pending, item, makespans
+-- ARGV: 1 doneTtl, 2 task, 3 start, 4 finish, 5 node, 6 files, 7 eventsMaxLen, 8 now, 9 jobId,
+--       10 blob key prefix, 11 n events, then n event JSONs, then (blob, holder) pairs
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
+redis.call('DEL', KEYS[2])
+local t = ARGV[2]
+redis.call('HSET', KEYS[3], t .. '|start', ARGV[3], t .. '|finish', ARGV[4], t .. '|node', ARGV[5], t .. '|file', ARGV[6])
+redis.call('HINCRBY', KEYS[4], 'processed:' .. t, 1)
+local nev = tonumber(ARGV[11])
+for i = 12, 11 + nev do
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'json', ARGV[i])
+end
+for i = 12 + nev, #ARGV, 2 do
+  release(ARGV[10], ARGV[i], ARGV[i + 1])
+end
+return finish_item(KEYS[6], KEYS[7], KEYS[4], KEYS[8], ARGV[9], ARGV[8])
+`;
+
+const DELIVER = FINISH_FN + `
+-- The sink wrote the file: count it delivered once, or as a suppressed duplicate; free the blob;
+-- finish the job. KEYS: delivered names, item, stats, pending, makespans
+-- ARGV: output name, now, job id, blob key prefix, blob id
+-- Returns {makespan, delivered names...} when the item finished, else {-1}.
+if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], 'lastOutputAt', ARGV[2])
   redis.call('HINCRBY', KEYS[3], 'delivered', 1)
 else
   redis.call('HINCRBY', KEYS[3], 'dupSuppressed', 1)
 end
-redis.call('SREM', KEYS[5], ARGV[3])
-if redis.call('SCARD', KEYS[5]) == 0 then redis.call('DEL', KEYS[4], KEYS[5]) end
-redis.call('SREM', KEYS[6], ARGV[3])
-if redis.call('SCARD', KEYS[6]) > 0 then return -1 end
-if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-if redis.call('HSETNX', KEYS[2], 'doneAt', ARGV[2]) == 0 then return -1 end
-local entered = tonumber(redis.call('HGET', KEYS[2], 'enteredAt') or ARGV[2])
-local last = tonumber(redis.call('HGET', KEYS[2], 'lastOutputAt') or ARGV[2])
-local ms = last - entered
-redis.call('HSET', KEYS[2], 'makespanMs', ms)
-return ms
+release(ARGV[4], ARGV[5], ARGV[3])
+local ms = finish_item(KEYS[4], KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[2])
+if ms < 0 then return {-1} end
+local out = redis.call('SMEMBERS', KEYS[1])
+table.insert(out, 1, ms)
+return out
 `;
 
-const RELEASE = `
--- KEYS: blob, holders set; ARGV: holder (job id)
-redis.call('SREM', KEYS[2], ARGV[1])
-if redis.call('SCARD', KEYS[2]) == 0 then
-  redis.call('DEL', KEYS[1], KEYS[2])
-  return 1
-end
-return 0
+const RELEASE = FINISH_FN + `
+-- ARGV: blob key prefix, blob id, holder (job id)
+release(ARGV[1], ARGV[2], ARGV[3])
+return 1
 `;
 
-const FINISH = `
--- KEYS: pending set, item hash; ARGV: job id, now
--- Returns the makespan in ms when this job was the last one of its item in flight, else -1.
-redis.call('SREM', KEYS[1], ARGV[1])
-if redis.call('SCARD', KEYS[1]) > 0 then return -1 end
-if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-if redis.call('HSETNX', KEYS[2], 'doneAt', ARGV[2]) == 0 then return -1 end
-local entered = tonumber(redis.call('HGET', KEYS[2], 'enteredAt') or ARGV[2])
-local last = tonumber(redis.call('HGET', KEYS[2], 'lastOutputAt') or ARGV[2])
-local ms = last - entered
-redis.call('HSET', KEYS[2], 'makespanMs', ms)
-return ms
+const FINISH = FINISH_FN + `
+-- KEYS: pending set, item hash, stats hash, makespans list; ARGV: job id, now
+return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
 `;
 
 export interface ScriptedRedis extends Redis {
   jArriveBuffer(done: string, join: string, rt: string, field: string, input: string, k: number, rtField: string, enterTs: number, blobPrefix: string): Promise<Buffer[]>;
-  jDeliver(out: string, item: string, stats: string, blob: string, holders: string, pending: string, name: string, now: number, jobId: string): Promise<number>;
-  jRelease(blob: string, holders: string, holder: string): Promise<number>;
-  jFinish(pending: string, item: string, jobId: string, now: number): Promise<number>;
+  jStage(blob: string, holders: string, pending: string, bytes: Buffer, ...jobIds: string[]): Promise<number>;
+  jCommit(...args: Array<string | number>): Promise<number>;
+  jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, name: string, now: number, jobId: string, blobPrefix: string, blob: string): Promise<Array<number | string>>;
+  jRelease(blobPrefix: string, blob: string, holder: string): Promise<number>;
+  jFinish(pending: string, item: string, stats: string, makespans: string, jobId: string, now: number): Promise<number>;
 }
 
 /** Define Jupiter's scripts on a connection (idempotent). */
 export function withScripts(redis: Redis): ScriptedRedis {
   const r = redis as ScriptedRedis;
-  if (typeof (r as Partial<ScriptedRedis>).jFinish !== 'function') {
+  if (typeof (r as Partial<ScriptedRedis>).jCommit !== 'function') {
     redis.defineCommand('jArrive', { numberOfKeys: 3, lua: ARRIVE });
-    redis.defineCommand('jRelease', { numberOfKeys: 2, lua: RELEASE });
-    redis.defineCommand('jFinish', { numberOfKeys: 2, lua: FINISH });
-    redis.defineCommand('jDeliver', { numberOfKeys: 6, lua: DELIVER });
+    redis.defineCommand('jStage', { numberOfKeys: 3, lua: STAGE });
+    redis.defineCommand('jCommit', { numberOfKeys: 8, lua: COMMIT });
+    redis.defineCommand('jDeliver', { numberOfKeys: 5, lua: DELIVER });
+    redis.defineCommand('jRelease', { numberOfKeys: 0, lua: RELEASE });
+    redis.defineCommand('jFinish', { numberOfKeys: 4, lua: FINISH });
   }
   return r;
 }

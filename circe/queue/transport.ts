@@ -3,6 +3,7 @@
 // that is redelivered after a crash re-sends the same jobs and receivers recognise them.
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis, ChainableCommander } from 'ioredis';
+import { withScripts } from './scripts.js';
 import { runtimeError } from '../../config/errors.js';
 import { appKeys, type AppKeys } from './keys.js';
 import { blobIdFor, jobIdFor, type ItemJob } from './naming.js';
@@ -39,6 +40,7 @@ export class AppQueues {
 
   constructor(readonly redis: Redis, readonly prefix: string, readonly app: string, readonly settings: PipelineSettings) {
     this.keys = appKeys(prefix, app);
+    withScripts(redis);
   }
 
   queue(name: string): Queue {
@@ -67,26 +69,41 @@ export class AppQueues {
    * Store each file once and enqueue one job per receiver. The job ids join the item's
    * in-flight set before the jobs exist, so the item can never look finished too early.
    */
-  async send(item: string, from: string, files: OutgoingFile[]): Promise<string[]> {
-    const pipe = this.redis.pipeline();
-    const adds: Array<{ queue: string; data: ItemJob; id: string }> = [];
-    for (const f of files) {
-      checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
-      const blob = blobIdFor(item, from, f.name);
-      const ids = f.to.map((to, i) => jobIdFor(item, from, f.name, to, i));
-      if (ids.length === 0) continue;
-      pipe.set(this.keys.blob(blob), f.bytes);
-      pipe.sadd(this.keys.blobHolders(blob), ...ids);
-      pipe.sadd(this.keys.pending(item), ...ids);
-      f.to.forEach((to, i) => adds.push({ queue: to, id: ids[i]!, data: { item, name: f.name, blob, from, size: f.bytes.length } }));
+  send(item: string, from: string, files: OutgoingFile[], before?: (pipe: ChainableCommander) => void): Promise<string[]> {
+    return this.sendMany([{ item, from, files }], before);
+  }
+
+  /**
+   * Several items at once (the source's batches): one pipeline for every blob, then one
+   * addBulk per receiving queue. `before` adds commands that run ahead of the blob writes.
+   */
+  async sendMany(batch: Array<{ item: string; from: string; files: OutgoingFile[] }>, before?: (pipe: ChainableCommander) => void): Promise<string[]> {
+    const pipe = this.redis.pipeline() as ChainableCommander & { jStage(...a: Array<string | Buffer>): unknown };
+    before?.(pipe);
+    const byQueue = new Map<string, Array<{ name: string; data: ItemJob; opts: JobsOptions }>>();
+    const ids: string[] = [];
+    for (const { item, from, files } of batch) {
+      for (const f of files) {
+        checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
+        const blob = blobIdFor(item, from, f.name);
+        const fileIds = f.to.map((to, i) => jobIdFor(item, from, f.name, to, i));
+        if (fileIds.length === 0) continue;
+        pipe.jStage(this.keys.blob(blob), this.keys.blobHolders(blob), this.keys.pending(item), f.bytes, ...fileIds);
+        f.to.forEach((to, i) => {
+          const list = byQueue.get(to) ?? [];
+          byQueue.set(to, list);
+          list.push({ name: f.name, data: { item, name: f.name, blob, from, size: f.bytes.length }, opts: this.jobOptions(fileIds[i]!) });
+        });
+        ids.push(...fileIds);
+      }
     }
-    if (adds.length === 0) return [];
+    if (ids.length === 0 && !before) return [];
     // Sent together: the queues share this connection, so Redis runs the blob writes before
     // the adds; the caller still waits for all of them before it marks its own job done.
     const stored = execOrThrow(pipe);
-    const added = adds.map((a) => this.queue(a.queue).add(a.data.name, a.data, this.jobOptions(a.id)));
+    const added = [...byQueue].map(([q, jobs]) => (jobs.length === 1 ? this.queue(q).add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts) : this.queue(q).addBulk(jobs)));
     await Promise.all([stored, ...added]);
-    return adds.map((a) => a.id);
+    return ids;
   }
 
   async close(): Promise<void> {

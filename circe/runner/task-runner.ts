@@ -152,12 +152,12 @@ export class TaskRunner {
       const pipe = this.redis.pipeline() as ScriptedPipeline;
       if (verdict === 'dup') {
         // A redelivered copy of something this task already did for the item: drop it.
-        pipe.jRelease(k.blob(d.blob), k.blobHolders(d.blob), job.id!);
+        pipe.jRelease(k.blob(''), d.blob, job.id!);
         pipe.hincrby(k.stats, `dup:${T}`, 1);
       } else {
         addEvent(pipe, k, maxLen, this.event('enter', d.item, job.timestamp));
       }
-      pipe.jFinish(k.pending(d.item), k.item(d.item), job.id!, Date.now());
+      pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, job.id!, Date.now());
       const out = await execOrThrow(pipe);
       await this.maybeDone(d.item, out[out.length - 1] as number);
       return;
@@ -196,18 +196,18 @@ export class TaskRunner {
       if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
       await this.queues!.send(d.item, T, files);
 
-      const pipe = this.redis.pipeline() as ScriptedPipeline;
-      pipe.set(k.done(T, d.item), '1', 'EX', this.settings.doneTtlSec);
-      if (task.numInputs > 1) pipe.del(k.join(T, d.item));
-      for (const inp of inputs) pipe.jRelease(k.blob(inp.blob), k.blobHolders(inp.blob), inp.id);
-      pipe.hset(k.rt(d.item), `${T}|start`, start, `${T}|finish`, finish, `${T}|node`, node, `${T}|file`, names.join(';'));
-      pipe.hincrby(k.stats, `processed:${T}`, 1);
-      addEvent(pipe, k, maxLen, this.event('enter', d.item, job.timestamp));
-      addEvent(pipe, k, maxLen, this.event('start', d.item, start));
-      addEvent(pipe, k, maxLen, this.event('finish', d.item, finish, { durationMs: finish - start }));
-      pipe.jFinish(k.pending(d.item), k.item(d.item), job.id!, Date.now());
-      const out = await execOrThrow(pipe);
-      await this.maybeDone(d.item, out[out.length - 1] as number);
+      // Only now, with every output queued, may the task count as done for the item.
+      const events = [
+        this.event('enter', d.item, job.timestamp),
+        this.event('start', d.item, start),
+        this.event('finish', d.item, finish, { durationMs: finish - start }),
+      ].map((e) => JSON.stringify(e));
+      const makespan = await this.redis.jCommit(
+        k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.stats, k.events, k.pending(d.item), k.item(d.item), k.makespans,
+        this.settings.doneTtlSec, T, start, finish, node, names.join(';'), maxLen, Date.now(), job.id!, k.blob(''),
+        events.length, ...events, ...inputs.flatMap((inp) => [inp.blob, inp.id]),
+      );
+      await this.maybeDone(d.item, makespan);
     } finally {
       try {
         rmSync(dir, { recursive: true, force: true });

@@ -2,7 +2,8 @@
 // restarts it when it dies (kill -9, crash) with a growing delay, like Docker's on-failure
 // policy, and stops it on SIGTERM. One supervisor per runner keeps the failure domain small:
 // a crash of one runner or its supervisor never touches the other tasks.
-// Environment: the runner's JUPITER_* variables plus JUPITER_SUPERVISE_STATE (state file).
+// Environment: the runner's JUPITER_* variables plus JUPITER_SUPERVISE_STATE (state file) and
+// optionally JUPITER_RUNNER_NODE_ARGS.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -39,7 +40,9 @@ function writeState(): void {
 
 function startRunner(): void {
   const startedAt = Date.now();
-  const c = spawn(process.execPath, ['--enable-source-maps', runnerMain], { stdio: ['ignore', 'inherit', 'inherit'], env: process.env });
+  // JUPITER_RUNNER_NODE_ARGS: extra node flags for the runner (profiling, heap size).
+  const extra = (process.env.JUPITER_RUNNER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const c = spawn(process.execPath, ['--enable-source-maps', ...extra, runnerMain], { stdio: ['ignore', 'inherit', 'inherit'], env: process.env });
   child = c;
   writeState();
   c.on('exit', (code, signal) => {

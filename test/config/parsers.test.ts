@@ -79,7 +79,7 @@ describe('configuration.txt parser', () => {
       expect(e.file).to.equal(F);
       expect(e.line).to.equal(line);
       expect(e.message).to.match(msg);
-      expect(e.hint).to.be.a('string').and.not.empty;
+      expect(e.hint).to.be.a('string').with.length.greaterThan(0);
     });
   }
 });

@@ -166,7 +166,8 @@ for (const kind of ['aedes', 'mosquitto'] as const) {
       await waitState(page, 'store', 'queued');
       expect(await page.getAttribute('#node-cards .chip[data-task="classify"]', 'data-state')).to.equal('running');
       expect(await page.textContent('#mapping-table tr[data-task="classify"] .pill')).to.equal('running');
-      expect(await page.textContent('#mapping-table tr[data-task="store"] .c-waiting')).to.equal('1');
+      // counts come with the next stats message
+      await page.waitForFunction(() => document.querySelector('#mapping-table tr[data-task="store"] .c-waiting')?.textContent === '1', undefined, { timeout: 10_000 });
       await page.waitForFunction(() => /^[1-9]\d* \/ [1-9]/.test(document.getElementById('kpi-queue')?.textContent ?? ''), undefined, { timeout: 10_000 })
         .catch(async (e: unknown) => {
           const snap = await page.evaluate(() => JSON.stringify({ q: document.getElementById('kpi-queue')?.textContent, s: (window as unknown as { __jupiter: { model: { stats: unknown } } }).__jupiter.model.stats }));

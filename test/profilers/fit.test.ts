@@ -26,7 +26,7 @@ describe('profilers: DRUPE link fit', () => {
     expect(fit.c / c).to.be.closeTo(1, 1e-4);
   });
 
-  it('ignores a single slow probe (median per size)', () => {
+  it('ignores a single slow probe (lower median per size)', () => {
     const f = (x: number) => 0.001 + x / 5e7;
     const samples = samplesOf(f, SIZES, 3);
     samples[0]!.seconds *= 50; // the 1 KB probe of round 1 stalls
@@ -34,6 +34,17 @@ describe('profilers: DRUPE link fit', () => {
     const fit = fitLink(samples)!;
     expect(fit.latencySec).to.be.closeTo(0.001, 1e-4);
     expect(fit.bandwidthBytesPerSec / 5e7).to.be.closeTo(1, 0.01);
+  });
+
+  it('gets a token-bucket link right although small probes pass at line rate (tbf burst), even with a slow probe per size', () => {
+    const rate = 1e6; // 8 Mbit/s after a 16 KB burst
+    const t = (x: number) => 0.0005 + Math.max(0, x - 16 * KB) / rate + x / 1e9;
+    const sizes = [10, 100, 1000, 3000].map((k) => k * KB);
+    const samples = samplesOf(t, sizes, 2);
+    for (let i = 0; i < sizes.length; i++) samples[i]!.seconds *= 3; // round 1 was slow everywhere
+    const fit = fitLink(samples)!;
+    const truth = (3000 * KB) / (t(3000 * KB) - 0.0005);
+    expect(fit.bandwidthBytesPerSec / truth).to.be.closeTo(1, 0.05);
   });
 
   it('needs 3 samples of 2 sizes; falls back to a line with 2 sizes', () => {

@@ -118,7 +118,7 @@ export function renderGantt(svg, schedule, colorOf, makespanSec) {
     g.append(el('rect', { x, y, width: bw, height: rowH - 6, rx: 3, fill: colorOf(s.node), 'fill-opacity': 0.75 }));
     const title = el('title', {}, `${s.task} on ${s.node}: ${fmtSec(s.start)} – ${fmtSec(s.finish)}`);
     g.append(title);
-    if (bw > s.task.length * 6.5 + 6) g.append(el('text', { x: x + 4, y: y + rowH / 2 + 1, class: 'gantt-label' }, s.task));
+    if (bw > s.task.length * 5.8 + 6) g.append(el('text', { x: x + 4, y: y + rowH / 2 + 1, class: 'gantt-label' }, s.task));
     svg.append(g);
   }
   if (makespanSec) {

@@ -1,0 +1,28 @@
+import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { RedisServer } from '/work/main/dist/orchestrator/stack/redis-server.js';
+import { loadApp } from '/work/main/dist/config/app/load.js';
+import { ProcessRuntime, submitItems, configureApp, connectRedis, getStatus, waitForItems } from '/work/main/dist/circe/index.js';
+const root = mkdtempSync(join(tmpdir(), 'diag-'));
+const server = await new RedisServer({ dir: join(root, 'r') }).start();
+const dir = join(root, 'noop3'); mkdirSync(join(dir,'scripts'),{recursive:true}); mkdirSync(join(dir,'sample_input'));
+writeFileSync(join(dir, 'configuration.txt'), '3\ns1 1 true s2\ns2 1 true s3\ns3 1 true home\n');
+writeFileSync(join(dir, 'scripts', 'config.json'), JSON.stringify({ taskname_map: { s1: ['noop', true], s2: ['noop', true], s3: ['noop', true] }, exec_profiler: {} }));
+writeFileSync(join(dir, 'scripts', 'noop.mjs'), "import { renameSync } from 'node:fs';import { join } from 'node:path';export function task(i, pin, pout) { const o = join(pout, i[0]); renameSync(join(pin, i[0]), o); return [o]; }\n");
+writeFileSync(join(dir, 'sample_input', '1.bin'), 'x');
+const app = await loadApp(dir);
+const redis = connectRedis(server.url);
+await configureApp(redis, 'p:', app.name, {});
+const cluster = { stateDir: join(root, '.j') };
+const rt = new ProcessRuntime({ runsDir: join(root, 'runs') });
+
+await rt.start(app, ['s1','s2','s3','home'].map(task => ({ app: app.name, task, node: 'l', runId: 'x', redisUrl: server.url, redisPrefix: 'p:' })), cluster);
+delete process.env.JUPITER_RUNNER_NODE_ARGS;
+const files = Array.from({length: 2000}, (_, i) => { const p = join(root, `${i}.bin`); writeFileSync(p, 'x'.repeat(100)); return p; });
+const t0 = Date.now();
+const items = await submitItems(redis, 'p:', app, files);
+console.log('submitted', Date.now() - t0);
+await waitForItems(redis, 'p:', app.name, items.map(i => i.item));
+console.log('done', Date.now() - t0); const info = await redis.info('commandstats'); console.log(info.split('\n').filter(l => l.startsWith('cmdstat')).map(l => [l.split(':')[0], Number(/usec=(\d+)/.exec(l)[1]), Number(/calls=(\d+)/.exec(l)[1])]).sort((a,b)=>b[1]-a[1]).slice(0,15).map(x=>x.join(' ')).join('\n')); console.log((await redis.info('cpu')));
+await rt.teardown(app.name, cluster); await redis.quit(); await server.stop(); process.exit(0);

@@ -17,6 +17,7 @@ declare -A PKG=(
   [chromium]=chromium
   [ip]=iproute2
   [tc]=iproute2
+  [openssl]=openssl
 )
 missing=()
 for cmd in "${!PKG[@]}"; do
@@ -43,4 +44,11 @@ fi
 
 say "building"
 npx tsc -p tsconfig.json
+
+# With a Docker engine running, make the local base image for the docker runtime (no registry
+# needed); the docker runtime also creates it on first use.
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  say "docker base image"
+  bash scripts/docker-base-image.sh >/dev/null
+fi
 say "ready"

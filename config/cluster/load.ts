@@ -24,7 +24,7 @@ export const CLUSTER_DEFAULTS = {
   runtime: 'process' as RuntimeName,
   redisPrefix: 'jupiter:',
   stateDir: '.jupiter',
-  docker: { baseImage: 'jupiter-base:latest', network: 'host' as const, cpus: 1, memoryMb: 512 },
+  docker: { baseImage: 'jupiter/base:local', network: 'host' as const, cpus: 1, memoryMb: 512 },
   localNodes: ['node1', 'node2', 'node3'],
 };
 

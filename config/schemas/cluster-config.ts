@@ -39,10 +39,11 @@ export const clusterConfigSchema = {
       type: 'object',
       description: 'container settings of the docker runtime',
       properties: {
-        baseImage: { type: 'string', minLength: 1, description: 'image with node (and python3 for Python tasks); default "jupiter-base:latest"' },
+        baseImage: { type: 'string', minLength: 1, description: 'image with node (and python3 for Python tasks); default "jupiter/base:local"' },
         network: { enum: ['host', 'bridge'], description: 'container network (default "host")' },
         cpus: { type: 'number', exclusiveMinimum: 0, maximum: 1024, description: 'CPU limit per container (default 1)' },
         memoryMb: { type: 'integer', minimum: 16, maximum: 1048576, description: 'memory limit per container in MiB (default 512)' },
+        restart: { enum: ['on-failure', 'unless-stopped'], description: 'restart policy of task containers (default "on-failure": a crashed runner comes back, a clean exit stays down)' },
       },
       additionalProperties: false,
     },
@@ -83,6 +84,6 @@ export interface ClusterConfigFile {
   mapper?: string;
   runtime?: 'process' | 'docker';
   stateDir?: string;
-  docker?: { baseImage?: string; network?: 'host' | 'bridge'; cpus?: number; memoryMb?: number };
+  docker?: { baseImage?: string; network?: 'host' | 'bridge'; cpus?: number; memoryMb?: number; restart?: 'on-failure' | 'unless-stopped' };
   nodes?: Array<{ name: string; host?: string; docker?: string; tls?: { ca?: string; cert?: string; key?: string }; agent?: string }>;
 }

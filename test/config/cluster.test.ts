@@ -30,7 +30,7 @@ describe('loadClusterConfig', () => {
     expect(c.nodes.map((x) => [x.name, x.host])).to.deep.equal([['node1', '127.0.0.1'], ['node2', '127.0.0.1'], ['node3', '127.0.0.1']]);
     expect(c.redisPrefix).to.equal('jupiter:');
     expect(c.stateDir).to.equal(join(dir, '.jupiter'));
-    expect(c.docker).to.deep.equal({ baseImage: 'jupiter-base:latest', network: 'host', cpus: 1, memoryMb: 512 });
+    expect(c.docker).to.deep.equal({ baseImage: 'jupiter/base:local', network: 'host', cpus: 1, memoryMb: 512 });
     expect(c.mqtt).to.deep.equal({ compat: false });
   });
 
@@ -60,7 +60,7 @@ describe('loadClusterConfig', () => {
     expect(c.mqtt).to.deep.equal({ url: 'mqtt://fog0:1883', username: 'j', compat: true });
     expect([c.runtime, c.mapper]).to.deep.equal(['docker', 'wave-greedy']);
     expect(c.stateDir).to.equal(join(dir, 'state'));
-    expect(c.docker).to.deep.equal({ baseImage: 'jupiter-base:latest', network: 'bridge', cpus: 0.5, memoryMb: 256 });
+    expect(c.docker).to.deep.equal({ baseImage: 'jupiter/base:local', network: 'bridge', cpus: 0.5, memoryMb: 256 });
     expect(c.home).to.deep.equal({ name: 'home', host: 'fog0' });
     expect(c.nodes[0]).to.deep.equal({
       name: 'node2', host: 'edge2', agent: { host: 'edge2', port: 7070 },

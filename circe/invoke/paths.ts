@@ -1,7 +1,8 @@
 // Output paths a task returns must lie inside its pathout: no `..`, no absolute path elsewhere,
 // no symlink that leads out. Anything else could read or leak files of the runner's machine.
+import { lstatSync } from 'node:fs';
 import { realpath, lstat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 
 export class OutputPathError extends Error {
   constructor(message: string) {
@@ -18,6 +19,18 @@ function inside(root: string, p: string): boolean {
 /** Absolute, real paths of the returned outputs; throws OutputPathError for any escape. */
 export async function checkOutputs(task: string, outputs: string[], pathout: string): Promise<string[]> {
   const root = resolve(pathout);
+  // Fast path for the usual case, a regular file directly in pathout (and pathout still the
+  // real folder the runner made): two lstat calls instead of resolving every path.
+  if (outputs.every((p) => typeof p === 'string' && p !== '')) {
+    const abs = outputs.map((p) => (isAbsolute(p) ? resolve(p) : resolve(root, p)));
+    if (abs.every((a) => dirname(a) === root)) {
+      try {
+        if (lstatSync(root).isDirectory() && abs.every((a) => lstatSync(a).isFile())) return abs;
+      } catch {
+        // fall through to the full check, which explains what is wrong
+      }
+    }
+  }
   const realRoot = await realpath(root);
   const out: string[] = [];
   for (const p of outputs) {

@@ -3,11 +3,12 @@
 import type { Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
 import { inputError, runtimeError } from '../../config/errors.js';
-import { HOME, type AppSpec, type ProfileSnapshot } from '../../config/types.js';
+import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import { mappers, placeHelperTasks, problemFromProfiles, simulate, type MapResult } from '../../mappers/index.js';
 import { isComplete, readProfiles } from '../profiles/read.js';
 import { requestExecProfiles } from '../profiles/exec.js';
 import type { Progress } from '../progress.js';
+import { dagSummary } from '../telemetry/topics.js';
 
 export interface ProfileOptions {
   prefix: string;
@@ -95,13 +96,7 @@ export function place(app: AppSpec, snap: ProfileSnapshot, nodes: string[], opts
     schedule: Object.entries(result.schedule).map(([task, s]) => ({ task, node: s.node, start: s.start, finish: s.finish })),
     predictedMakespan: result.makespan,
     ts: Date.now(),
-    dag: {
-      tasks: app.tasks.filter((t) => t.isDag).map((t) => ({
-        name: t.name,
-        children: t.children.filter((c) => c !== HOME),
-        ...(t.children.includes(HOME) ? { sink: true } : {}),
-      })),
-    },
+    dag: dagSummary(app),
   };
   return { record, result };
 }

@@ -3,6 +3,7 @@
 // external MQTT broker is configured. Runs until SIGTERM/SIGINT.
 import type { ClusterConfig } from '../../config/types.js';
 import { DashboardServer } from '../dashboard/server.js';
+import { browserBrokerFromCluster, publisherOptionsFromCluster } from '../telemetry/mqtt-config.js';
 
 export interface HubOptions {
   cluster: ClusterConfig;
@@ -15,14 +16,13 @@ export interface HubOptions {
 
 export async function runHub(opts: HubOptions): Promise<void> {
   const { cluster } = opts;
-  const external = cluster.mqtt.url
-    ? { url: cluster.mqtt.url, username: cluster.mqtt.username, password: cluster.mqtt.password, compat: cluster.mqtt.compat }
-    : undefined;
+  const external = publisherOptionsFromCluster(cluster);
   const server = new DashboardServer({
     redisUrl: opts.redisUrl,
     prefix: cluster.redisPrefix,
     port: opts.httpPort,
     mqtt: external,
+    browserBroker: browserBrokerFromCluster(cluster),
     embeddedPorts: external ? undefined : { port: opts.mqttPort, wsPort: opts.wsPort },
     log: (line) => process.stderr.write(`${new Date().toISOString()} hub: ${line}\n`),
   });

@@ -37,7 +37,11 @@ export const defaultNetworkOptions = (): NetworkOptions => ({
 interface Peer {
   reg: AgentRegistration;
   pending: number[];
+  /** Failed probes re-queued so far (reset when the peer re-registers). */
+  retries: number;
 }
+
+const MAX_RETRIES = 5;
 
 type Log = (line: string) => void;
 
@@ -85,7 +89,7 @@ export class NetworkProfiler {
         known.reg = reg;
         continue;
       }
-      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan() });
+      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0 });
       this.log(`peer ${reg.node} at ${reg.host}:${reg.port}: bootstrap probing`);
     }
     for (const name of [...this.peers.keys()]) if (!live.has(name)) this.peers.delete(name);
@@ -132,7 +136,14 @@ export class NetworkProfiler {
         await this.record(reg.node, { bytes: job.bytes, seconds, at: Date.now() });
       } catch (e) {
         this.stats.failures++;
-        if (this.running && this.peers.has(reg.node)) this.log(`probe to ${reg.node} (${job.bytes} B) failed: ${(e as Error).message}`);
+        if (this.running && this.peers.has(reg.node)) {
+          this.log(`probe to ${reg.node} (${job.bytes} B) failed: ${(e as Error).message}`);
+          // Try that size again later (bounded), so a hiccup cannot leave a link without a fit.
+          if (job.peer.retries < MAX_RETRIES) {
+            job.peer.retries++;
+            job.peer.pending.push(job.bytes);
+          }
+        }
       }
     }
   }

@@ -14,7 +14,7 @@ import { spawnAgent, waitFor, type AgentProc } from './agent-procs.js';
 const NODES = ['node1', 'node2', 'node3'];
 
 describe('profilers: distributed WAVE on three agents', function () {
-  this.timeout(120_000);
+  this.timeout(180_000);
   let redis: TestRedis;
   let client: Redis;
   let agents: AgentProc[] = [];
@@ -25,10 +25,17 @@ describe('profilers: distributed WAVE on three agents', function () {
     client = new Redis(redis.url);
     env = { JUPITER_REDIS_URL: redis.url };
     agents = NODES.map((n) => spawnAgent(n, ['--redis', redis.url, '--refresh', '3600', '--resource-interval', '3600'], { env }));
-    await waitFor('a finished bootstrap', async () => {
-      const v = await readProfileView(client);
-      return v.agents.length === 3 && isComplete(v.snapshot, NODES) && v.snapshot.links.every((l) => l.samples >= 15);
-    }, 60_000, 100);
+    // Frozen = complete and no link refitted for 3 s (the bootstrap burst is over).
+    try {
+      await waitFor('frozen profiles', async () => {
+        const v = await readProfileView(client);
+        const newest = Math.max(...v.snapshot.links.map((l) => l.updatedAt));
+        return v.agents.length === 3 && isComplete(v.snapshot, NODES) && Date.now() - newest > 3000;
+      }, 90_000, 200);
+    } catch (e) {
+      for (const a of agents) console.log(`--- ${a.node}\n${a.log()}`);
+      throw e;
+    }
     for (const app of ['dummy', 'anomaly']) {
       const r = await runCli(['profile', 'exec', app], { env, timeoutMs: 120_000 });
       expect(r.code, r.stderr).to.equal(0);

@@ -17,12 +17,14 @@ await configureApp(redis, 'p:', app.name, {});
 const cluster = { stateDir: join(root, '.j') };
 const rt = new ProcessRuntime({ runsDir: join(root, 'runs') });
 
+process.env.JUPITER_RUNNER_NODE_ARGS = '--cpu-prof --cpu-prof-dir=/tmp/rprof';
 await rt.start(app, ['s1','s2','s3','home'].map(task => ({ app: app.name, task, node: 'l', runId: 'x', redisUrl: server.url, redisPrefix: 'p:' })), cluster);
 delete process.env.JUPITER_RUNNER_NODE_ARGS;
 const files = Array.from({length: 2000}, (_, i) => { const p = join(root, `${i}.bin`); writeFileSync(p, 'x'.repeat(100)); return p; });
 const t0 = Date.now();
+const iv = setInterval(async () => { const st = await getStatus(redis, 'p:', app); console.log(Date.now()-t0, st.tasks.map(t => `${t.task}:${t.processed}/w${t.waiting}`).join(' '), 'sink', st.sink.delivered, 'w', st.sink.waiting); }, 1000);
 const items = await submitItems(redis, 'p:', app, files);
 console.log('submitted', Date.now() - t0);
 await waitForItems(redis, 'p:', app.name, items.map(i => i.item));
-console.log('done', Date.now() - t0); const info = await redis.info('commandstats'); console.log(info.split('\n').filter(l => l.startsWith('cmdstat')).map(l => [l.split(':')[0], Number(/usec=(\d+)/.exec(l)[1]), Number(/calls=(\d+)/.exec(l)[1])]).sort((a,b)=>b[1]-a[1]).slice(0,15).map(x=>x.join(' ')).join('\n')); console.log((await redis.info('cpu')));
+clearInterval(iv); console.log('done', Date.now() - t0); const info = await redis.info('commandstats'); console.log(info.split('\n').filter(l => l.startsWith('cmdstat')).map(l => [l.split(':')[0], Number(/usec=(\d+)/.exec(l)[1]), Number(/calls=(\d+)/.exec(l)[1])]).sort((a,b)=>b[1]-a[1]).slice(0,15).map(x=>x.join(' ')).join('\n')); console.log((await redis.info('cpu')));
 await rt.teardown(app.name, cluster); await redis.quit(); await server.stop(); process.exit(0);

@@ -2,9 +2,6 @@
 // per-item makespans and where the outputs are.
 import type { Command } from 'commander';
 import { action } from '../run.js';
-import { createProgress } from '../../progress.js';
-import { deploy } from '../../deploy/pipeline.js';
-import { itemsTable, placementTable } from '../../report/tables.js';
 import { runtimeError } from '../../../config/errors.js';
 
 interface Opts {
@@ -29,6 +26,10 @@ export function register(program: Command): void {
     .option('--seed <n>', 'seed of randomised mappers')
     .option('--json', 'print the result as JSON')
     .action(action(async (appArg: string, opts: Opts) => {
+      // Loaded on use, so that `jupiter --help` and other commands start fast.
+      const [{ deploy }, { createProgress }, { itemsTable, placementTable }] = await Promise.all([
+        import('../../deploy/pipeline.js'), import('../../progress.js'), import('../../report/tables.js'),
+      ]);
       const res = await deploy({
         app: appArg,
         mapper: opts.mapper,

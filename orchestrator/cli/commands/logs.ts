@@ -1,11 +1,8 @@
 // `jupiter logs <app> <task>`: recent output of one task's runner (process log or container logs).
 import type { Command } from 'commander';
 import { action } from '../run.js';
-import { connectToStack } from '../connect.js';
 import { runtimeError } from '../../../config/errors.js';
 import { HOME } from '../../../config/types.js';
-import { readDeployment } from '../../deploy/record.js';
-import { homeRuntime, runtimeFor } from '../../deploy/runtimes.js';
 
 export function register(program: Command): void {
   program
@@ -13,6 +10,9 @@ export function register(program: Command): void {
     .description('print the recent log lines of a task\'s runner (`home` for the sink)')
     .option('-n, --tail <lines>', 'number of lines', '200')
     .action(action(async (appName: string, task: string, opts: { tail: string }) => {
+      const [{ connectToStack }, { readDeployment }, { homeRuntime, runtimeFor }] = await Promise.all([
+        import('../connect.js'), import('../../deploy/record.js'), import('../../deploy/runtimes.js'),
+      ]);
       const { cluster, redis } = await connectToStack();
       try {
         const dep = await readDeployment(redis, cluster.redisPrefix, appName);

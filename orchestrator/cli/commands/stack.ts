@@ -5,10 +5,7 @@ import { renderTable } from '../../report/table.js';
 import { loadClusterConfig } from '../../../config/cluster/load.js';
 import { maskUrl } from '../../../config/cluster/mask.js';
 import { action } from '../run.js';
-import { createProgress } from '../../progress.js';
-import { ensureStack, stopStack } from '../../stack/embedded.js';
 import { isAlive, readStackState, stateDir } from '../../stack/state.js';
-import { runHub } from '../../stack/hub.js';
 
 export function register(program: Command): void {
   const stack = program.command('stack').description('start, stop or show the private services of the embedded default');
@@ -17,7 +14,9 @@ export function register(program: Command): void {
     .command('up')
     .description('start the private Redis, the hub (MQTT broker, telemetry, dashboard) and local agents')
     .action(action(async () => {
-      const cluster = await loadClusterConfig();
+      const [cluster, { ensureStack }, { createProgress }] = await Promise.all([
+        loadClusterConfig(), import('../../stack/embedded.js'), import('../../progress.js'),
+      ]);
       const ep = await ensureStack(cluster, createProgress());
       process.stdout.write(`redis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
     }));
@@ -26,7 +25,7 @@ export function register(program: Command): void {
     .command('down')
     .description('stop every private service of the embedded default')
     .action(action(async () => {
-      const cluster = await loadClusterConfig();
+      const [cluster, { stopStack }] = await Promise.all([loadClusterConfig(), import('../../stack/embedded.js')]);
       const stopped = await stopStack(cluster);
       process.stdout.write(stopped.length ? stopped.map((s) => `stopped ${s}`).join('\n') + '\n' : 'nothing was running\n');
     }));
@@ -54,7 +53,7 @@ export function register(program: Command): void {
     .option('--mqtt-port <port>', 'embedded broker TCP port (omit to use the configured broker)')
     .option('--ws-port <port>', 'embedded broker WebSocket port')
     .action(action(async (opts: { redis: string; httpPort: string; mqttPort?: string; wsPort?: string }) => {
-      const cluster = await loadClusterConfig();
+      const [cluster, { runHub }] = await Promise.all([loadClusterConfig(), import('../../stack/hub.js')]);
       await runHub({
         cluster,
         redisUrl: opts.redis,

@@ -1,12 +1,7 @@
 // `jupiter status [<app>]`: placement, queue depths, processed/failed counts, makespan p50/p95.
 import type { Command } from 'commander';
 import { action } from '../run.js';
-import { connectToStack } from '../connect.js';
-import { loadApp } from '../../../config/app/load.js';
 import { inputError } from '../../../config/errors.js';
-import { getStatus } from '../../../circe/queue/status.js';
-import { deployedApps, readDeployment, readMapping } from '../../deploy/record.js';
-import { statusTable } from '../../report/tables.js';
 
 export function register(program: Command): void {
   program
@@ -14,6 +9,10 @@ export function register(program: Command): void {
     .description('show deployed apps: placement, queues, counts, makespans, dead letters')
     .option('--json', 'print JSON')
     .action(action(async (appName: string | undefined, opts: { json?: boolean }) => {
+      const [{ connectToStack }, { loadApp }, { getStatus }, { deployedApps, readDeployment, readMapping }, { statusTable }] = await Promise.all([
+        import('../connect.js'), import('../../../config/app/load.js'), import('../../../circe/queue/status.js'),
+        import('../../deploy/record.js'), import('../../report/tables.js'),
+      ]);
       const { cluster, redis, dashboardUrl } = await connectToStack();
       try {
         const prefix = cluster.redisPrefix;

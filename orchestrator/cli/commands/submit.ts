@@ -1,14 +1,7 @@
 // `jupiter submit <app> <file...>`: stream more items into a running deployment.
 import type { Command } from 'commander';
 import { action } from '../run.js';
-import { connectToStack } from '../connect.js';
-import { createProgress, withStep } from '../../progress.js';
-import { loadApp } from '../../../config/app/load.js';
 import { runtimeError } from '../../../config/errors.js';
-import { submitItems } from '../../../circe/home/source.js';
-import { waitForItems } from '../../../circe/home/wait.js';
-import { readDeployment } from '../../deploy/record.js';
-import { itemsTable } from '../../report/tables.js';
 
 export function register(program: Command): void {
   program
@@ -17,6 +10,10 @@ export function register(program: Command): void {
     .option('-w, --wait', 'wait for their outputs')
     .option('--timeout <sec>', 'with --wait: give up after this many seconds', '300')
     .action(action(async (appName: string, files: string[], opts: { wait?: boolean; timeout: string }) => {
+      const [{ connectToStack }, { createProgress, withStep }, { loadApp }, { submitItems }, { waitForItems }, { readDeployment }, { itemsTable }] = await Promise.all([
+        import('../connect.js'), import('../../progress.js'), import('../../../config/app/load.js'), import('../../../circe/home/source.js'),
+        import('../../../circe/home/wait.js'), import('../../deploy/record.js'), import('../../report/tables.js'),
+      ]);
       const { cluster, redis } = await connectToStack();
       const progress = createProgress();
       try {

@@ -1,9 +1,6 @@
 // `jupiter teardown <app>`: remove every container/process, queue and key of the app.
 import type { Command } from 'commander';
 import { action } from '../run.js';
-import { connectToStack } from '../connect.js';
-import { teardownApp } from '../../deploy/teardown.js';
-import { stopStack } from '../../stack/embedded.js';
 
 export function register(program: Command): void {
   program
@@ -11,6 +8,9 @@ export function register(program: Command): void {
     .description('remove every runner, queue and Redis key of a deployed app and report what was removed')
     .option('--stack', 'also stop the embedded stack (private Redis, hub, local agents)')
     .action(action(async (app: string, opts: { stack?: boolean }) => {
+      const [{ connectToStack }, { teardownApp }, { stopStack }] = await Promise.all([
+        import('../connect.js'), import('../../deploy/teardown.js'), import('../../stack/embedded.js'),
+      ]);
       const { cluster, redis } = await connectToStack();
       try {
         const removed = await teardownApp(redis, cluster, app);

@@ -32,10 +32,11 @@ end
 const ARRIVE = `
 -- KEYS: done marker, join hash, runtime record hash
 -- ARGV: field (job id), input JSON, numInputs, rt field, enter ts, blob key prefix
--- Returns {'dup'} | {'wait'} | {'run', input1, bytes1, input2, bytes2, ...}: the inputs come
--- with their bytes so that a run costs one round trip.
+-- Returns {'dup', outbox} | {'wait'} | {'run', input1, bytes1, input2, bytes2, ...}: the inputs
+-- come with their bytes so that a run costs one round trip.
 redis.call('HSETNX', KEYS[3], ARGV[4], ARGV[5])
-if redis.call('EXISTS', KEYS[1]) == 1 then return {'dup'} end
+local done = redis.call('GET', KEYS[1])
+if done then return {'dup', done} end
 local k = tonumber(ARGV[3])
 local inputs
 if k <= 1 then
@@ -67,23 +68,43 @@ return 1
 `;
 
 const COMMIT = FINISH_FN + `
--- A task finished an item and its outputs are queued: mark the task done for the item, free
--- the inputs, record runtimes and events, and finish the job.
+-- A task finished an item: store its outputs and register their receivers, mark the task done
+-- for the item (the marker holds the outbox: the jobs to add, which the caller adds right after
+-- this script on the same connection; a redelivered job re-adds them from there, so a crash
+-- between this script and the adds loses nothing), free the inputs, record runtimes and events,
+-- and finish the job.
 -- KEYS: done, join, rt, stats, events, pending, item, makespans
 -- ARGV: 1 doneTtl, 2 task, 3 start, 4 finish, 5 node, 6 files, 7 eventsMaxLen, 8 now, 9 jobId,
---       10 blob key prefix, 11 n events, then n event JSONs, then (blob, holder) pairs
-redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
+--       10 blob key prefix, 11 outbox JSON, 12 n events, then n event JSONs,
+--       then n releases, then (blob, holder) pairs, then per output: blob id, bytes, n ids, ids...
+local i = 12
+local nev = tonumber(ARGV[i])
+local events = {}
+for j = 1, nev do events[j] = ARGV[i + j] end
+i = i + nev + 1
+local nrel = tonumber(ARGV[i])
+local releases = {}
+for j = 1, nrel do releases[j] = {ARGV[i + 2 * j - 1], ARGV[i + 2 * j]} end
+i = i + 2 * nrel + 1
+while i <= #ARGV do
+  local blob = ARGV[10] .. ARGV[i]
+  redis.call('SET', blob, ARGV[i + 1])
+  local nids = tonumber(ARGV[i + 2])
+  for j = 1, nids do
+    redis.call('SADD', blob .. ':h', ARGV[i + 2 + j])
+    redis.call('SADD', KEYS[6], ARGV[i + 2 + j])
+  end
+  i = i + 3 + nids
+end
+redis.call('SET', KEYS[1], ARGV[11], 'EX', ARGV[1])
 redis.call('DEL', KEYS[2])
 local t = ARGV[2]
 redis.call('HSET', KEYS[3], t .. '|start', ARGV[3], t .. '|finish', ARGV[4], t .. '|node', ARGV[5], t .. '|file', ARGV[6])
 redis.call('HINCRBY', KEYS[4], 'processed:' .. t, 1)
-local nev = tonumber(ARGV[11])
-for i = 12, 11 + nev do
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'json', ARGV[i])
+for _, ev in ipairs(events) do
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'json', ev)
 end
-for i = 12 + nev, #ARGV, 2 do
-  release(ARGV[10], ARGV[i], ARGV[i + 1])
-end
+for _, r in ipairs(releases) do release(ARGV[10], r[1], r[2]) end
 return finish_item(KEYS[6], KEYS[7], KEYS[4], KEYS[8], ARGV[9], ARGV[8])
 `;
 
@@ -120,7 +141,7 @@ return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
 export interface ScriptedRedis extends Redis {
   jArriveBuffer(done: string, join: string, rt: string, field: string, input: string, k: number, rtField: string, enterTs: number, blobPrefix: string): Promise<Buffer[]>;
   jStage(blob: string, holders: string, pending: string, bytes: Buffer, ...jobIds: string[]): Promise<number>;
-  jCommit(...args: Array<string | number>): Promise<number>;
+  jCommit(...args: Array<string | number | Buffer>): Promise<number>;
   jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, name: string, now: number, jobId: string, blobPrefix: string, blob: string): Promise<Array<number | string>>;
   jRelease(blobPrefix: string, blob: string, holder: string): Promise<number>;
   jFinish(pending: string, item: string, stats: string, makespans: string, jobId: string, now: number): Promise<number>;

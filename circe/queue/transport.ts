@@ -16,6 +16,12 @@ export interface OutgoingFile {
   to: string[];
 }
 
+export interface QueuedJob {
+  queue: string;
+  id: string;
+  data: ItemJob;
+}
+
 export function formatBytes(n: number): string {
   if (n >= 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
   if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
@@ -69,6 +75,26 @@ export class AppQueues {
    * Store each file once and enqueue one job per receiver. The job ids join the item's
    * in-flight set before the jobs exist, so the item can never look finished too early.
    */
+  /** The jobs that carry a task's outputs, and the blob arguments for the commit script. */
+  prepare(item: string, from: string, files: OutgoingFile[]): { jobs: QueuedJob[]; stageArgs: Array<string | Buffer | number> } {
+    const jobs: QueuedJob[] = [];
+    const stageArgs: Array<string | Buffer | number> = [];
+    for (const f of files) {
+      checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
+      const blob = blobIdFor(item, from, f.name);
+      const ids = f.to.map((to, i) => jobIdFor(item, from, f.name, to, i));
+      if (ids.length === 0) continue;
+      stageArgs.push(blob, f.bytes, ids.length, ...ids);
+      f.to.forEach((to, i) => jobs.push({ queue: to, id: ids[i]!, data: { item, name: f.name, blob, from, size: f.bytes.length } }));
+    }
+    return { jobs, stageArgs };
+  }
+
+  /** Add jobs (idempotent: BullMQ ignores an id that is still queued). */
+  enqueue(jobs: QueuedJob[]): Promise<unknown> {
+    return Promise.all(jobs.map((j) => this.queue(j.queue).add(j.data.name, j.data, this.jobOptions(j.id))));
+  }
+
   send(item: string, from: string, files: OutgoingFile[], before?: (pipe: ChainableCommander) => void): Promise<string[]> {
     return this.sendMany([{ item, from, files }], before);
   }

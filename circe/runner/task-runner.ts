@@ -20,7 +20,7 @@ import { appKeys, type AppKeys } from '../queue/keys.js';
 import type { ItemJob } from '../queue/naming.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
-import { AppQueues, BlobTooLargeError, execOrThrow, type OutgoingFile } from '../queue/transport.js';
+import { AppQueues, BlobTooLargeError, execOrThrow, type OutgoingFile, type QueuedJob } from '../queue/transport.js';
 
 export interface TaskRunnerOptions {
   app: AppSpec;
@@ -151,7 +151,11 @@ export class TaskRunner {
     if (verdict === 'dup' || verdict === 'wait') {
       const pipe = this.redis.pipeline() as ScriptedPipeline;
       if (verdict === 'dup') {
-        // A redelivered copy of something this task already did for the item: drop it.
+        // A copy of something this task already did for the item. If this very job was started
+        // before (a runner died holding it), the adds after its commit may not have happened:
+        // re-add the outbox (ids are deterministic; receivers drop what they already had).
+        const outbox = res[1]?.toString() ?? '';
+        if (job.attemptsStarted > 1 && outbox.startsWith('[')) await this.queues!.enqueue(JSON.parse(outbox) as QueuedJob[]);
         pipe.jRelease(k.blob(''), d.blob, job.id!);
         pipe.hincrby(k.stats, `dup:${T}`, 1);
       } else {
@@ -180,7 +184,8 @@ export class TaskRunner {
       mkdirSync(pathout, { recursive: true });
       for (const { inp, bytes } of pairs) {
         if (bytes.length !== inp.size && inp.size !== undefined) {
-          throw new UnrecoverableError(`input ${inp.name} of item ${d.item} is no longer in Redis (blob ${inp.blob} was deleted)`);
+          // Retried, not final: after a Redis restart a sender's blob can trail its job briefly.
+          throw new Error(`input ${inp.name} of item ${d.item} is not (or no longer) in Redis (blob ${inp.blob})`);
         }
         writeFileSync(join(pathin, basename(inp.name)), bytes);
       }
@@ -194,19 +199,21 @@ export class TaskRunner {
       const outNames = files.map((f) => f.name);
       const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
       if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
-      await this.queues!.send(d.item, T, files);
+      const { jobs, stageArgs } = this.queues!.prepare(d.item, T, files);
 
-      // Only now, with every output queued, may the task count as done for the item.
+      // One script stores the outputs, marks the task done for the item (keeping the outbox)
+      // and frees the inputs; the adds follow on the same connection in the same round trip.
       const events = [
         this.event('enter', d.item, job.timestamp),
         this.event('start', d.item, start),
         this.event('finish', d.item, finish, { durationMs: finish - start }),
       ].map((e) => JSON.stringify(e));
-      const makespan = await this.redis.jCommit(
+      const committed = this.redis.jCommit(
         k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.stats, k.events, k.pending(d.item), k.item(d.item), k.makespans,
-        this.settings.doneTtlSec, T, start, finish, node, names.join(';'), maxLen, Date.now(), job.id!, k.blob(''),
-        events.length, ...events, ...inputs.flatMap((inp) => [inp.blob, inp.id]),
+        this.settings.doneTtlSec, T, start, finish, node, names.join(';'), maxLen, Date.now(), job.id!, k.blob(''), JSON.stringify(jobs),
+        events.length, ...events, inputs.length, ...inputs.flatMap((inp) => [inp.blob, inp.id]), ...stageArgs,
       );
+      const [makespan] = await Promise.all([committed, this.queues!.enqueue(jobs)]);
       await this.maybeDone(d.item, makespan);
     } finally {
       try {

@@ -6,7 +6,7 @@ import { loadClusterConfig } from '../../config/cluster/load.js';
 import type { ClusterConfig } from '../../config/types.js';
 import { connectRedis } from '../../circe/queue/connection.js';
 import { waitForRedis } from '../stack/redis-server.js';
-import { stackEndpoints } from '../stack/embedded.js';
+import { stackEndpoints } from '../stack/endpoints.js';
 
 export interface Connected {
   cluster: ClusterConfig;

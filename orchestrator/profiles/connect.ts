@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { loadClusterConfig } from '../../config/cluster/load.js';
 import { runtimeError } from '../../config/errors.js';
 import type { ClusterConfig } from '../../config/types.js';
-import { stackEndpoints } from '../stack/embedded.js';
+import { stackEndpoints } from '../stack/endpoints.js';
 import { maskUrl } from '../../profilers/agent/agent.js';
 
 export interface RedisTarget {

@@ -2,7 +2,7 @@
 // running agents have published, waiting briefly for agents that are still bootstrapping.
 // undefined (with a message on stderr) when there is no Redis or no live agent.
 import type { ClusterConfig, ProfileSnapshot } from '../../config/types.js';
-import { stackEndpoints } from '../stack/embedded.js';
+import { stackEndpoints } from '../stack/endpoints.js';
 import { connectRedis } from './connect.js';
 import { isComplete, readProfileView } from './read.js';
 

@@ -13,7 +13,7 @@ import { rngFor } from '../../mappers/prng.js';
 import { liveAgents } from '../../profilers/agent/registry.js';
 import { collectReplies, sendToAgent } from '../../profilers/agent/inbox.js';
 import { WAVE_MAPPERS, WAVE_TTL_SEC, waveKeys, type WaveMapper, type WavePlacement, type WaveRunSpec } from '../../profilers/wave/protocol.js';
-import { stackEndpoints } from '../stack/embedded.js';
+import { stackEndpoints } from '../stack/endpoints.js';
 import { connectRedis } from './connect.js';
 
 export interface DistributedWaveResult {

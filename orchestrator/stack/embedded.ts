@@ -12,14 +12,7 @@ import { RedisServer, waitForRedis } from './redis-server.js';
 import { isAlive, readStackState, stateDir, writeStackState, type StackState } from './state.js';
 import { spawnDetached } from './detached.js';
 
-export interface StackEndpoints {
-  redisUrl: string;
-  mqttUrl?: string;
-  mqttWsUrl?: string;
-  dashboardUrl?: string;
-  /** true when this call started something. */
-  started: boolean;
-}
+import type { StackEndpoints } from './endpoints.js';
 
 async function ensureRedis(dir: string, state: StackState, progress: Progress): Promise<boolean> {
   if (state.redis && isAlive(state.redis.pid)) {
@@ -113,20 +106,6 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
     mqttWsUrl: state.hub?.mqttWsUrl || undefined,
     dashboardUrl: state.hub?.httpUrl,
     started,
-  };
-}
-
-/** Read where the running stack is, without starting anything. */
-export function stackEndpoints(cluster: ClusterConfig): Omit<StackEndpoints, 'started'> | undefined {
-  const state = readStackState(stateDir(cluster.stateDir));
-  const redisUrl = cluster.redisUrl ?? (state.redis && isAlive(state.redis.pid) ? state.redis.url : undefined);
-  if (!redisUrl) return undefined;
-  const hubUp = state.hub && isAlive(state.hub.pid);
-  return {
-    redisUrl,
-    mqttUrl: hubUp ? state.hub!.mqttUrl : cluster.mqtt.url,
-    mqttWsUrl: hubUp ? state.hub!.mqttWsUrl || undefined : undefined,
-    dashboardUrl: hubUp ? state.hub!.httpUrl : undefined,
   };
 }
 

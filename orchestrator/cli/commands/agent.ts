@@ -2,11 +2,9 @@
 import type { Command } from 'commander';
 import { inputError } from '../../../config/errors.js';
 import { SAFE_NAME } from '../../../config/types.js';
-import { Agent, maskUrl } from '../../../profilers/agent/agent.js';
-import { defaultHandlers } from '../../../profilers/agent/handlers.js';
+import { maskUrl } from '../../../config/cluster/mask.js';
 import { DEFAULT_PROBE_SIZES_KB } from '../../../profilers/network/profiler.js';
 import { action } from '../run.js';
-import { resolveRedis } from '../../profiles/connect.js';
 
 interface AgentFlags {
   node: string;
@@ -73,6 +71,9 @@ export function register(program: Command): void {
       const bootstrapRounds = positive('bootstrap-rounds', flags.bootstrapRounds, true);
       const refreshMs = positive('refresh', flags.refresh) * 1000;
       const resourceMs = positive('resource-interval', flags.resourceInterval) * 1000;
+      const [{ Agent }, { defaultHandlers }, { resolveRedis }] = await Promise.all([
+        import('../../../profilers/agent/agent.js'), import('../../../profilers/agent/handlers.js'), import('../../profiles/connect.js'),
+      ]);
       const target = await resolveRedis(flags.redis);
       const configured = target.cluster.nodes.find((n) => n.name === flags.node)?.agent ?? (target.cluster.home.name === flags.node ? target.cluster.home.agent : undefined);
       const listen = flags.listen ? parseListen(flags.listen) : (configured ?? { host: '127.0.0.1', port: 0 });

@@ -14,8 +14,6 @@ import type { AppSpec, ClusterConfig, Mapping, ProfileSnapshot } from '../../../
 import type { MapResult, Problem } from '../../../mappers/index.js';
 import { ganttText, listMappers, mappers, placeHelperTasks, problemErrors, problemFromProfiles } from '../../../mappers/index.js';
 import { action } from '../run.js';
-import { liveProfiles } from '../../profiles/live.js';
-import { distributedWaveIfLive } from '../../profiles/wave.js';
 
 interface MapOptions {
   mapper?: string;
@@ -33,6 +31,8 @@ interface MapOptions {
  * 1 Gbit/s links with 1 ms latency.
  */
 export async function defaultProfiles(app: AppSpec, cluster: ClusterConfig): Promise<ProfileSnapshot> {
+  // Loaded on use: reading live profiles needs the Redis client.
+  const { liveProfiles } = await import('../../profiles/live.js');
   const live = await liveProfiles(cluster, { app: app.name, say: (l) => process.stderr.write(`map: ${l}\n`) });
   if (live) return live;
   process.stderr.write('map: using the default local profile (equal nodes, 1 s tasks, 1 Gbit/s links)\n');
@@ -136,6 +136,7 @@ async function run(appArg: string | undefined, opts: MapOptions): Promise<void> 
   const fn = mappers[mapperName];
   if (!fn) throw inputError(`unknown mapper "${mapperName}"`, { hint: `one of: ${Object.keys(mappers).join(', ')} (jupiter map --mapper list)` });
   // WAVE with live agents runs for real on the agents (orchestrator/profiles/wave.ts).
+  const { distributedWaveIfLive } = await import('../../profiles/wave.js');
   const result = (live && (await distributedWaveIfLive(live.app, live.cluster, problem, mapperName, seed))) || fn(problem, { seed, budgetMs });
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ ...result, mapping: { ...result.mapping, ...helpers }, helpers }, null, 2)}\n`);

@@ -3,13 +3,9 @@
 import type { Command } from 'commander';
 import { inputError } from '../../../config/errors.js';
 import { action } from '../run.js';
-import { connectRedis, resolveRedis } from '../../profiles/connect.js';
-import { isComplete, readProfileView, type ProfileView } from '../../profiles/read.js';
-import { formatProfileView } from '../../profiles/format.js';
+import type { ProfileView } from '../../profiles/read.js';
 import { loadApp } from '../../../config/app/load.js';
 import { runtimeError } from '../../../config/errors.js';
-import { formatExecResult, requestExecProfiles } from '../../profiles/exec.js';
-import { createProgress } from '../../progress.js';
 
 interface ProfileFlags {
   json?: boolean;
@@ -29,6 +25,10 @@ export function register(program: Command): void {
     .action(action(async (flags: ProfileFlags) => {
       const waitMs = flags.wait === undefined ? 0 : Number(flags.wait) * 1000;
       if (!Number.isFinite(waitMs) || waitMs < 0) throw inputError(`--wait must be a number of seconds, got ${JSON.stringify(flags.wait)}`, { hint: 'for example --wait 10' });
+      // Loaded on use: these need the Redis client.
+      const [{ connectRedis, resolveRedis }, { isComplete, readProfileView }, { formatProfileView }] = await Promise.all([
+        import('../../profiles/connect.js'), import('../../profiles/read.js'), import('../../profiles/format.js'),
+      ]);
       const target = await resolveRedis(flags.redis);
       const redis = await connectRedis(target.url);
       try {
@@ -60,6 +60,10 @@ export function register(program: Command): void {
       const timeoutMs = Number(flags.timeout) * 1000;
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw inputError(`--timeout must be a positive number of seconds, got ${JSON.stringify(flags.timeout)}`, { hint: 'for example --timeout 120' });
       const app = await loadApp(appArg);
+      // Loaded on use: these need the Redis client.
+      const [{ connectRedis, resolveRedis }, { formatExecResult, requestExecProfiles }, { createProgress }] = await Promise.all([
+        import('../../profiles/connect.js'), import('../../profiles/exec.js'), import('../../progress.js'),
+      ]);
       const target = await resolveRedis(flags.redis);
       const redis = await connectRedis(target.url);
       try {

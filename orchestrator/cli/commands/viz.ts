@@ -5,8 +5,8 @@ import { maskUrl } from '../../../config/cluster/mask.js';
 import { inputError, runtimeError } from '../../../config/errors.js';
 import { SAFE_NAME } from '../../../config/types.js';
 import { action } from '../run.js';
-import { stackEndpoints } from '../../stack/embedded.js';
-import { DashboardServer, type DashboardOptions } from '../../dashboard/server.js';
+import { stackEndpoints } from '../../stack/endpoints.js';
+import type { DashboardOptions } from '../../dashboard/server.js';
 import { browserBrokerFromCluster, publisherOptionsFromCluster } from '../../telemetry/mqtt-config.js';
 
 interface VizOptions {
@@ -38,6 +38,8 @@ export function register(program: Command): void {
           hint: 'deploy an app first (`jupiter deploy <app>` starts the embedded stack), or pass --redis / set JUPITER_REDIS_URL',
         });
       }
+      // Loaded on use: the server pulls in the MQTT, Redis and Prometheus clients.
+      const { DashboardServer } = await import('../../dashboard/server.js');
       const server = new DashboardServer({ ...vizBroker(cluster, ep, opts.mqttWs), redisUrl, prefix: cluster.redisPrefix, host: opts.host, port, app: opts.app });
       await server.start();
       const broker = server.embeddedBroker;

@@ -26,6 +26,8 @@ export type { Rng } from './prng.js';
 export { upwardRanks, downwardRanks } from './ranks.js';
 export { compile } from './compile.js';
 export { ganttText } from './gantt.js';
+export { repairMapping } from './repair.js';
+export type { RepairResult } from './repair.js';
 
 const singles: Record<string, Mapper> = {
   heft,

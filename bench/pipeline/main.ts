@@ -4,10 +4,11 @@
 //   throughput: N items submitted at once (open loop), items/s from first submit to last done
 //   per-hop latency: items sent one at a time (closed loop), next stage's start - previous
 //   stage's finish (ours: from the runtime records; raw: processor start - add time)
-import { execFileSync } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
@@ -155,6 +156,40 @@ async function benchRaw(url: string): Promise<{ throughput: number; hop: { p50: 
   }
 }
 
+/** The raw chain with each stage in its own process, like Jupiter's runners. */
+async function benchRawProcesses(url: string): Promise<number> {
+  const script = join(dirname(fileURLToPath(import.meta.url)), 'raw-stage.js');
+  const kids = [0, 1, 2].map((i) => fork(script, [url, String(i), '3'], { stdio: 'ignore' }));
+  const q = new Queue('r1', { connection: new Redis(url, { maxRetriesPerRequest: null }), prefix: 'rawproc' });
+  try {
+    await Promise.all(kids.map((k) => new Promise((r) => k.once('message', r))));
+    let seen = 0;
+    let wake: (() => void) | undefined;
+    kids[2]!.on('message', (n: unknown) => {
+      if (typeof n === 'number') seen = n;
+      wake?.();
+    });
+    const run = async (count: number): Promise<number> => {
+      const target = seen + count;
+      const t0 = performance.now();
+      for (let i = 0; i < count; i += 100) {
+        const n = Math.min(100, count - i);
+        await q.addBulk(Array.from({ length: n }, () => ({ name: 'j', data: { p: PAYLOAD.toString(), t: Date.now() }, opts: { removeOnComplete: true } })));
+      }
+      while (seen < target) await new Promise<void>((r) => (wake = r));
+      return performance.now() - t0;
+    };
+    await run(20);
+    log(`raw BullMQ, one process per stage: ${N} items ...`);
+    const ms = await run(N);
+    return N / (ms / 1000);
+  } finally {
+    kids.forEach((k) => k.kill('SIGTERM'));
+    await q.close();
+    await (q.opts.connection as Redis).quit?.().catch(() => undefined);
+  }
+}
+
 function redisBenchmark(port: number): { rps: number; p50Ms: number } {
   const out = execFileSync('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '-c', '1', '-n', '20000', '-t', 'ping', '-q'], { encoding: 'utf8' });
   const line = out.split(/\r|\n/).filter((l) => l.includes('PING_MBULK')).pop() ?? out;
@@ -169,14 +204,17 @@ async function main(): Promise<void> {
   try {
     const rb = redisBenchmark(server.port);
     const raw = await benchRaw(server.url);
+    const rawProc = await benchRawProcesses(server.url);
     const ours = await benchOurs(server.url, root);
     const f = (x: number, d = 2): string => x.toFixed(d);
     console.log(`\nbench:pipeline  (${N} items, 100-byte payload, 3 stages, one Redis on loopback)`);
     console.log(`  redis-benchmark PING, 1 client   ${f(rb.rps, 0)} req/s, round trip p50 ${f(rb.p50Ms, 3)} ms`);
     console.log(`  raw BullMQ chain                 ${f(raw.throughput, 0)} items/s, hop p50 ${f(raw.hop.p50)} ms, p99 ${f(raw.hop.p99)} ms`);
+    console.log(`  raw BullMQ, process per stage    ${f(rawProc, 0)} items/s`);
     console.log(`  Jupiter (process runtime)        ${f(ours.throughput, 0)} items/s, hop p50 ${f(ours.hop.p50)} ms, p99 ${f(ours.hop.p99)} ms`);
     const ratio = ours.throughput / raw.throughput;
     console.log(`  throughput ratio Jupiter/raw     ${f(ratio)}  (target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'})`);
+    console.log(`  ratio Jupiter/raw process-per-stage ${f(ours.throughput / rawProc)}`);
     console.log(`  hop p50 Jupiter/raw              ${f(ours.hop.p50 / Math.max(raw.hop.p50, 0.001))}x;  ${f(ours.hop.p50 / rb.p50Ms, 0)} Redis round trips  (target p50 < 2 ms: ${ours.hop.p50 < 2 ? 'met' : 'NOT met'})`);
   } finally {
     await server.stop();

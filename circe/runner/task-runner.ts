@@ -2,7 +2,7 @@
 // per-item pathin, invokes the task, routes its outputs, and records what happened.
 // Every step is safe to repeat: a runner killed at any point is restarted, BullMQ redelivers
 // the job it held, and the deterministic ids plus the `done` marker make the repeat harmless.
-import { accessSync, constants, mkdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
@@ -54,6 +54,23 @@ export function defaultWorkRoot(): string {
     // no /dev/shm here
   }
   return tmpdir();
+}
+
+/** Remove an item's folder: plain unlink/rmdir for the usual flat layout, rm -r otherwise. */
+function removeWorkDir(dir: string, subdirs: string[]): void {
+  try {
+    for (const sub of subdirs) {
+      for (const f of readdirSync(sub)) unlinkSync(join(sub, f));
+      rmdirSync(sub);
+    }
+    rmdirSync(dir);
+  } catch {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // a task that left unremovable files behind must not fail the item
+    }
+  }
 }
 
 const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
@@ -180,8 +197,9 @@ export class TaskRunner {
     const pathout = join(dir, 'output');
     try {
       // Small synchronous file operations: one item at a time, and no thread-pool hop per call.
-      mkdirSync(pathin, { recursive: true });
-      mkdirSync(pathout, { recursive: true });
+      mkdirSync(dir, { recursive: true });
+      mkdirSync(pathin);
+      mkdirSync(pathout);
       for (const { inp, bytes } of pairs) {
         if (bytes.length !== inp.size && inp.size !== undefined) {
           // Retried, not final: after a Redis restart a sender's blob can trail its job briefly.
@@ -216,11 +234,7 @@ export class TaskRunner {
       const [makespan] = await Promise.all([committed, this.queues!.enqueue(jobs)]);
       await this.maybeDone(d.item, makespan);
     } finally {
-      try {
-        rmSync(dir, { recursive: true, force: true });
-      } catch {
-        // a task that left unremovable files behind must not fail the item
-      }
+      removeWorkDir(dir, [pathin, pathout]);
     }
   }
 

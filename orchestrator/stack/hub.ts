@@ -1,8 +1,10 @@
 // The hub: the embedded stack's long-lived process. It is the dashboard server (static page,
 // /metrics, /healthz) hosting the telemetry bridge, plus the embedded aedes broker unless an
-// external MQTT broker is configured. Runs until SIGTERM/SIGINT.
+// external MQTT broker is configured, and the reconciler that heals deployments when a node is
+// lost. Runs until SIGTERM/SIGINT.
 import type { ClusterConfig } from '../../config/types.js';
 import { DashboardServer } from '../dashboard/server.js';
+import { Reconciler } from '../heal/reconciler.js';
 import { browserBrokerFromCluster, publisherOptionsFromCluster } from '../telemetry/mqtt-config.js';
 
 export interface HubOptions {
@@ -27,11 +29,15 @@ export async function runHub(opts: HubOptions): Promise<void> {
     log: (line) => process.stderr.write(`${new Date().toISOString()} hub: ${line}\n`),
   });
   await server.start();
-  process.stderr.write(`${new Date().toISOString()} hub: dashboard ${server.url}\n`);
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} hub: ${line}\n`);
+  log(`dashboard ${server.url}`);
+  // Moves the tasks of lost nodes to surviving ones (see heal/reconciler.ts).
+  const reconciler = new Reconciler({ redisUrl: opts.redisUrl, cluster, log }).start();
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
+  await reconciler.stop();
   await server.stop();
 }

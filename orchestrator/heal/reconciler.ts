@@ -1,0 +1,117 @@
+// Self-healing of deployments when a node is lost. Every few seconds, for each deployed app, the
+// reconciler compares the nodes its tasks are mapped to with the nodes whose agents are alive
+// (heartbeat keys expire within 2.5 heartbeat periods). Tasks of a lost node are moved to the
+// surviving nodes (mappers/repair.ts: the others stay put), their runners are started there, and
+// the new placement is written where the dashboard and `status` read it. Items the lost runners
+// held are redelivered by the queues (their locks expire), so the stream continues without loss.
+import type { Redis } from 'ioredis';
+import type { MappingRecord } from '../../config/events.js';
+import { loadApp } from '../../config/app/load.js';
+import { redisKeys } from '../../config/redis-keys.js';
+import { HOME, type ClusterConfig } from '../../config/types.js';
+import { placeHelperTasks, problemFromProfiles, repairMapping, simulate } from '../../mappers/index.js';
+import { liveAgents } from '../../profilers/agent/registry.js';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { readProfiles } from '../profiles/read.js';
+import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
+import { runtimeFor } from '../deploy/runtimes.js';
+
+export interface ReconcilerOptions {
+  redisUrl: string;
+  cluster: ClusterConfig;
+  intervalMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface Repair {
+  app: string;
+  lost: string[];
+  moved: Record<string, [string, string]>;
+  at: number;
+}
+
+export class Reconciler {
+  private readonly redis: Redis;
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private readonly log: (line: string) => void;
+  /** Repairs done so far (newest last), for tests and the hub's log. */
+  readonly repairs: Repair[] = [];
+
+  constructor(private readonly opts: ReconcilerOptions) {
+    this.redis = connectRedis(opts.redisUrl, { name: 'jupiter:reconciler' });
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  start(): this {
+    const tick = () => {
+      this.running = this.reconcileAll()
+        .then(() => undefined)
+        .catch((e: unknown) => this.log(`reconcile failed: ${(e as Error).message}`))
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs ?? 2000);
+        });
+    };
+    this.timer = setTimeout(tick, 0);
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    const t = this.timer;
+    this.timer = undefined;
+    if (t) clearTimeout(t);
+    await this.running;
+    this.redis.disconnect();
+  }
+
+  /** One pass over every deployed app; returns the repairs it made. */
+  async reconcileAll(): Promise<Repair[]> {
+    const { cluster } = this.opts;
+    const prefix = cluster.redisPrefix;
+    const live = new Set((await liveAgents(this.redis, redisKeys(prefix))).map((a) => a.node));
+    const done: Repair[] = [];
+    for (const name of await deployedApps(this.redis, prefix)) {
+      const rec = await readMapping(this.redis, prefix, name);
+      if (!rec) continue;
+      const lost = [...new Set(Object.values(rec.mapping))].filter((n) => n !== HOME && !live.has(n));
+      if (lost.length === 0 || live.size === 0) continue;
+      const repair = await this.repairApp(name, rec, lost, [...live].filter((n) => cluster.nodes.some((c) => c.name === n)));
+      if (repair) done.push(repair);
+    }
+    return done;
+  }
+
+  private async repairApp(name: string, rec: MappingRecord, lost: string[], live: string[]): Promise<Repair | undefined> {
+    const { cluster } = this.opts;
+    const prefix = cluster.redisPrefix;
+    const dep = await readDeployment(this.redis, prefix, name);
+    if (!dep || live.length === 0) return undefined;
+    const app = await loadApp(dep.appDir);
+    const snap = await readProfiles(this.redis, { prefix });
+    const problem = problemFromProfiles(app, snap, { nodes: live });
+    const dagMapping = Object.fromEntries(app.dagTasks.map((t) => [t, rec.mapping[t]!]));
+    const fixed = repairMapping(problem, dagMapping);
+    const helpers = app.tasks.filter((t) => !t.isDag && lost.includes(rec.mapping[t.name]!));
+    const helperNodes = placeHelperTasks({ ...app, tasks: helpers }, live);
+    const moved: Record<string, [string, string]> = { ...fixed.moved };
+    for (const [t, n] of Object.entries(helperNodes)) moved[t] = [rec.mapping[t]!, n];
+    const mapping = { ...rec.mapping, ...fixed.mapping, ...helperNodes };
+    this.log(`${name}: node(s) ${lost.join(', ')} lost; moving ${Object.entries(moved).map(([t, [a, b]]) => `${t} ${a}->${b}`).join(', ')}`);
+    const runtime = runtimeFor(dep.runtime);
+    await runtime.start(app, Object.keys(moved).map((task) => ({
+      app: name, task, node: mapping[task]!, runId: dep.runId, redisUrl: this.opts.redisUrl, redisPrefix: prefix,
+    })), cluster);
+    const next: MappingRecord = {
+      ...rec,
+      mapping,
+      mapper: rec.mapper.endsWith('+repair') ? rec.mapper : `${rec.mapper}+repair`,
+      predictedMakespan: fixed.makespan,
+      schedule: Object.entries(simulate(problem, fixed.mapping).schedule).map(([task, s]) => ({ task, node: s.node, start: s.start, finish: s.finish })),
+      ts: Date.now(),
+    };
+    await this.redis.set(redisKeys(prefix).mapping(name), JSON.stringify(next));
+    const repair = { app: name, lost, moved, at: Date.now() };
+    this.repairs.push(repair);
+    return repair;
+  }
+}

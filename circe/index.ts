@@ -3,7 +3,7 @@
 export { createInvoker, type TaskInvoker } from './invoke/invoker.js';
 export { runHelper } from './invoke/helper.js';
 export { OutputPathError } from './invoke/paths.js';
-export { TaskRunner, type TaskRunnerOptions } from './runner/task-runner.js';
+export { TaskRunner, nowMs, type TaskRunnerOptions } from './runner/task-runner.js';
 export { runnerEnv, readRunnerEnv } from './runner/env.js';
 export { submitItems, queueDepths, type SubmittedItem, type SubmitOptions } from './home/source.js';
 export { Sink, outputPath, type SinkOptions } from './home/sink.js';

@@ -16,6 +16,7 @@
 //   A deadletters             list    JSON dead-letter records (bounded)
 //   A events                  stream  TaskEvent / ItemDoneEvent (config/events.ts), capped
 //   A helper:<task>           hash    exit code and time of a non-DAG helper run
+//   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
 import { redisKeys } from '../../config/redis-keys.js';
 
 export const SINK_QUEUE = 'home';
@@ -40,6 +41,7 @@ export interface AppKeys {
   deadLetters: string;
   events: string;
   helper(task: string): string;
+  ready: string;
 }
 
 export function appKeys(prefix: string, app: string): AppKeys {
@@ -64,5 +66,6 @@ export function appKeys(prefix: string, app: string): AppKeys {
     deadLetters: `${a}deadletters`,
     events: `${a}events`,
     helper: (t) => `${a}helper:${t}`,
+    ready: `${a}ready`,
   };
 }

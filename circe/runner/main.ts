@@ -14,6 +14,13 @@ const log = (msg: string): void => {
   process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
 };
 
+/** Tell the deploy pipeline this runner consumes its queue, so inputs are not fed to nobody. */
+async function announceReady(url: string, prefix: string, app: string, task: string, node: string): Promise<void> {
+  const redis = connectRedis(url, { failFast: true });
+  await redis.hset(appKeys(prefix, app).ready, task, JSON.stringify({ node, pid: process.pid, at: Date.now() })).catch(() => undefined);
+  await redis.quit().catch(() => undefined);
+}
+
 async function main(): Promise<number> {
   const env = readRunnerEnv();
   const where = `${env.app}/${env.task}@${env.node}`;
@@ -33,6 +40,7 @@ async function main(): Promise<number> {
   if (env.task === SINK_QUEUE) {
     const sink = await Sink.start({ app: env.app, redisUrl: env.redisUrl, prefix: env.redisPrefix, outputDir: env.outputDir, node: env.node, log });
     closing = () => sink.close();
+    await announceReady(env.redisUrl, env.redisPrefix, env.app, env.task, env.node);
     log(`${where}: sink writing to ${env.outputDir} (Redis ${maskUrl(env.redisUrl)})`);
     await stopped;
     return 0;
@@ -54,6 +62,7 @@ async function main(): Promise<number> {
 
   const runner = await TaskRunner.start({ app, task, node: env.node, redisUrl: env.redisUrl, prefix: env.redisPrefix, workDir: env.workDir, log });
   closing = () => runner.close();
+  await announceReady(env.redisUrl, env.redisPrefix, env.app, env.task, env.node);
   log(`${where}: consuming queue ${task.name} (Redis ${maskUrl(env.redisUrl)}${runner.invokerPid ? `, python worker pid ${runner.invokerPid}` : ''})`);
   if (stopping) await runner.close();
   await stopped;

@@ -73,6 +73,9 @@ function removeWorkDir(dir: string, subdirs: string[]): void {
   }
 }
 
+/** ms since epoch with µs resolution (per-hop latencies are well under a millisecond). */
+export const nowMs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
+
 const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
 
 export class TaskRunner {
@@ -208,9 +211,9 @@ export class TaskRunner {
         writeFileSync(join(pathin, basename(inp.name)), bytes);
       }
 
-      const start = Date.now();
+      const start = nowMs();
       const outputs = await this.invoker!.invoke(names, pathin, pathout);
-      const finish = Date.now();
+      const finish = nowMs();
 
       const routes = routeOutputs(task, outputs.length);
       const files: OutgoingFile[] = routes.map((r) => ({ name: basename(outputs[r.output]!), bytes: readFileSync(outputs[r.output]!), to: r.to }));

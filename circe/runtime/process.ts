@@ -99,7 +99,8 @@ export class ProcessRuntime implements Runtime {
       handles.push({ task: spec.task, node: spec.node, id: String(child.pid) });
     }
     // Report the runner pids once the supervisors have started them.
-    const deadline = Date.now() + 10_000;
+    // Generous: node start-up on a loaded machine takes seconds. On failure the caller tears down.
+    const deadline = Date.now() + 30_000;
     for (const h of handles) {
       const stateFile = join(dir, `${h.task}@${h.node}.json`);
       for (;;) {
@@ -108,7 +109,11 @@ export class ProcessRuntime implements Runtime {
           h.id = String(st.runnerPid);
           break;
         }
-        if (Date.now() > deadline) throw runtimeError(`runner ${h.task}@${h.node} of ${app.name} did not start`, { file: join(dir, `${h.task}@${h.node}.log`) });
+        if (Date.now() > deadline) {
+          const logFile = join(dir, `${h.task}@${h.node}.log`);
+          const tail = (await readFile(logFile, 'utf8').catch(() => '')).trim().split('\n').slice(-5).join('\n  ');
+          throw runtimeError(`runner ${h.task}@${h.node} of ${app.name} did not start within 30 s${tail ? `:\n  ${tail}` : ''}`, { file: logFile, hint: `jupiter teardown ${app.name}, then look at the log` });
+        }
         await sleep(25);
       }
     }

@@ -4,12 +4,14 @@ import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { MappingRecord } from '../../config/events.js';
-import { inputError } from '../../config/errors.js';
+import { inputError, runtimeError } from '../../config/errors.js';
 import { loadApp } from '../../config/app/load.js';
 import { loadClusterConfig } from '../../config/cluster/load.js';
 import { validateAppAgainstCluster } from '../../config/app/cluster-check.js';
 import { HOME, type AppSpec, type ClusterConfig, type RuntimeName } from '../../config/types.js';
+import type { Redis } from 'ioredis';
 import { connectRedis } from '../../circe/queue/connection.js';
+import { appKeys } from '../../circe/queue/keys.js';
 import { configureApp, type PipelineSettings } from '../../circe/queue/settings.js';
 import { submitItems, type SubmittedItem } from '../../circe/home/source.js';
 import { waitForItems, type ItemResult } from '../../circe/home/wait.js';
@@ -59,6 +61,20 @@ async function inputFiles(app: AppSpec, dir?: string): Promise<string[]> {
   const files = names.filter((d) => d.isFile() && !d.name.startsWith('.')).map((d) => join(abs, d.name)).sort();
   if (files.length === 0) throw inputError(`input folder ${dir} holds no files`);
   return files;
+}
+
+async function waitReady(redis: Redis, key: string, tasks: string[], timeoutMs: number, onProgress: (n: number, total: number) => void): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ready = new Set(await redis.hkeys(key));
+    const missing = tasks.filter((t) => !ready.has(t));
+    onProgress(tasks.length - missing.length, tasks.length);
+    if (missing.length === 0) return;
+    if (Date.now() > deadline) {
+      throw runtimeError(`runner(s) of ${missing.join(', ')} did not start within ${timeoutMs / 1000} s`, { hint: 'see `jupiter logs <app> <task>`' });
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 function newRunId(): string {
@@ -126,6 +142,9 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       await sinkRuntime.start(app, [spec(HOME, HOME)], cluster);
       const handles = await runtime.start(app, app.tasks.map((t) => spec(t.name, record.mapping[t.name]!)), cluster);
       step.update(`${handles.length} runners`);
+      // Feed nothing before every runner consumes its queue: makespans then measure the DAG,
+      // not the runners' start-up.
+      await waitReady(redis, appKeys(prefix, app.name).ready, [...app.dagTasks, HOME], 60_000, (n, total) => step.update(`${n}/${total} runners ready`));
     });
 
     const items = await withStep(progress, `Submitting ${files.length} input(s)`, async (step) =>

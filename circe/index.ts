@@ -12,7 +12,8 @@ export { getStatus, percentile, type AppStatus, type TaskStatus } from './queue/
 export { teardownAppKeys } from './queue/teardown.js';
 export { exportRuntimeCsv, RUNTIME_CSV_HEADER } from './queue/records.js';
 export { configureApp, readSettings, DEFAULT_SETTINGS, type PipelineSettings } from './queue/settings.js';
-export { connectRedis, maskUrl } from './queue/connection.js';
+export { connectRedis } from './queue/connection.js';
+export { maskUrl } from '../config/cluster/mask.js';
 export { appKeys, SINK_QUEUE, type AppKeys } from './queue/keys.js';
 export { jobPrefix } from './queue/naming.js';
 export { routeOutputs, expectedOutputs } from './dag/routing.js';

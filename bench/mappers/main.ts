@@ -4,7 +4,7 @@
 // Prints a table and writes bench/results/mappers.json and mappers.svg.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import Table from 'cli-table3';
+import { table as newTable } from '../../orchestrator/report/table.js';
 import type { MapResult, Mapper, MapperOptions, Problem } from '../../mappers/index.js';
 import { checkSchedule, createRng, fogInstance, heftPaperInstance, mappers, simulate } from '../../mappers/index.js';
 import { cpMinLowerBound, serialTime } from './metrics.js';
@@ -139,7 +139,7 @@ function main(): void {
   });
   const byGrid = { 'heft-paper': summary('heft-paper'), fog: summary('fog') };
   for (const [grid, s] of Object.entries(byGrid)) {
-    const t = new Table({ style: { head: [], border: [] }, head: [`${grid} (${rows.filter((r) => r.grid === grid).length / names.length} inst.)`, 'mean SLR', 'worst SLR', 'mean speedup', 'mean ratio to best', 'worst ratio', 'mean ms'] });
+    const t = newTable([`${grid} (${rows.filter((r) => r.grid === grid).length / names.length} inst.)`, 'mean SLR', 'worst SLR', 'mean speedup', 'mean ratio to best', 'worst ratio', 'mean ms']);
     for (const x of s) t.push([x.mapper, x.meanSlr.toFixed(3), x.worstSlr.toFixed(3), x.meanSpeedup.toFixed(3), x.meanRatio.toFixed(4), x.worstRatio.toFixed(3), x.meanMs.toFixed(2)]);
     console.log(t.toString());
   }

@@ -63,6 +63,7 @@ async function benchOurs(url: string, root: string): Promise<{ throughput: numbe
     await configureApp(redis, PREFIX, app.name, { concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
     const specs = ['s1', 's2', 's3', 'home'].map((task) => ({ app: app.name, task, node: 'local', runId: 'bench', redisUrl: url, redisPrefix: PREFIX }));
     await runtime.prepare(app, cluster);
+    if (process.env.BENCH_PROFILE) process.env.JUPITER_RUNNER_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE}`;
     await runtime.start(app, specs, cluster);
     const inDir = join(root, 'in');
     mkdirSync(inDir);
@@ -76,10 +77,16 @@ async function benchOurs(url: string, root: string): Promise<{ throughput: numbe
     await waitForItems(redis, PREFIX, app.name, warm.map((i) => i.item));
 
     log(`ours: ${N} items through 3 runner processes ...`);
+    await redis.config('RESETSTAT');
     const t0 = performance.now();
     const items = await submitItems(redis, PREFIX, app, files.slice(20, 20 + N));
     await waitForItems(redis, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 300_000, pollMs: 50 });
     const throughput = N / ((performance.now() - t0) / 1000);
+    const cs = await redis.info('commandstats');
+    const calls = [...cs.matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/g)].map((m) => [m[1]!, Number(m[2]) / N, Number(m[3]) / N] as const).sort((a, b) => b[2] - a[2]);
+    log(`commands per item (calls, µs): ${calls.map(([c, n, us]) => `${c} ${n.toFixed(2)} ${us.toFixed(1)}`).join(', ')}`);
+    const cpu = await redis.info('cpu');
+    log(`redis cpu ${cpu.replace(/\r?\n/g, ' ')}`);
 
     log(`ours: ${LAT_N} items one at a time for latency ...`);
     const hops: number[] = [];
@@ -203,8 +210,9 @@ async function main(): Promise<void> {
   const server = await new RedisServer({ dir: join(root, 'redis') }).start();
   try {
     const rb = redisBenchmark(server.port);
-    const raw = await benchRaw(server.url);
-    const rawProc = await benchRawProcesses(server.url);
+    const only = process.env.BENCH_ONLY === 'ours';
+    const raw = only ? { throughput: NaN, hop: { p50: NaN, p99: NaN } } : await benchRaw(server.url);
+    const rawProc = only ? NaN : await benchRawProcesses(server.url);
     const ours = await benchOurs(server.url, root);
     const f = (x: number, d = 2): string => x.toFixed(d);
     console.log(`\nbench:pipeline  (${N} items, 100-byte payload, 3 stages, one Redis on loopback)`);

@@ -6,7 +6,7 @@
 //     bandwidth error per directed link once the bootstrap burst is done.
 // Baseline: the original DRUPE published its first regression after 10-15 minutes (its docs say
 // profiling "takes about 15 minutes"); the ratio printed is against 15 min.
-import Table from 'cli-table3';
+import { table as newTable } from '../../orchestrator/report/table.js';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -77,7 +77,7 @@ async function namespaces(work: string): Promise<Scenario> {
 }
 
 function report(s: Scenario): string {
-  const t = new Table({ head: ['link', 'profiled', 'shaped', 'error', 'latency', 'model', 'samples'], style: { head: [], border: [] } });
+  const t = newTable(['link', 'profiled', 'shaped', 'error', 'latency', 'model', 'samples']);
   for (const l of [...s.links].sort((a, b) => a.from.localeCompare(b.from) || a.to.localeCompare(b.to))) {
     const truth = s.truth?.(l);
     t.push([

@@ -2,10 +2,6 @@
 // (maxRetriesPerRequest: null) and reconnect forever after a Redis restart.
 import { Redis } from 'ioredis';
 
-/** Mask a password in a Redis URL for messages and logs. */
-export function maskUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, (_m, user: string) => `//${user}:***@`);
-}
 
 export interface ConnectOptions {
   /** Shown in CLIENT LIST. */

@@ -4,7 +4,8 @@
 import { loadApp } from '../../config/app/load.js';
 import { isJupiterError } from '../../config/errors.js';
 import { runHelper } from '../invoke/helper.js';
-import { connectRedis, maskUrl } from '../queue/connection.js';
+import { connectRedis } from '../queue/connection.js';
+import { maskUrl } from '../../config/cluster/mask.js';
 import { appKeys, SINK_QUEUE } from '../queue/keys.js';
 import { Sink } from '../home/sink.js';
 import { TaskRunner } from './task-runner.js';

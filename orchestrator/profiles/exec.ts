@@ -1,6 +1,6 @@
 // `jupiter profile exec <app>`: ask every live agent to profile the app's tasks, wait for the
 // replies, and show one table of duration / output volume per task and node.
-import Table from 'cli-table3';
+import { table as newTable } from '../report/table.js';
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import type { AppSpec } from '../../config/types.js';
@@ -52,7 +52,7 @@ export async function requestExecProfiles(redis: Redis, app: AppSpec, opts: Exec
 
 export function formatExecResult(app: AppSpec, res: ExecRequestResult): string {
   const nodes = res.replies.map((r) => r.node).sort();
-  const t = new Table({ head: ['task', ...nodes.map((n) => `${n}: time / output`)], style: { head: [], border: [] } });
+  const t = newTable(['task', ...nodes.map((n) => `${n}: time / output`)]);
   for (const task of app.dagTasks) {
     t.push([task, ...nodes.map((n) => {
       const r = res.replies.find((x) => x.node === n)!;

@@ -1,8 +1,7 @@
 // Tables of `jupiter profile`: live nodes, the link matrix, execution profiles per app.
-import Table from 'cli-table3';
+import { table as newTable } from '../report/table.js';
 import type { ProfileView } from './read.js';
 
-const tableStyle = { head: [] as string[], border: [] as string[] };
 
 export function fmtBytes(b: number): string {
   if (b < 1024) return `${b} B`;
@@ -33,7 +32,7 @@ export function formatProfileView(view: ProfileView, now = Date.now()): string {
   const out: string[] = [];
   if (agents.length === 0) return 'No live agents. Start one per node with `jupiter agent --node <name>` (the embedded stack starts them for `jupiter deploy`).\n';
   const res = new Map(snapshot.nodes.map((n) => [n.node, n]));
-  const nodes = new Table({ head: ['node', 'address', 'CPU % (mean)', 'memory % (mean)', 'cores', 'load 1 min', 'free memory', 'heartbeat age'], style: tableStyle });
+  const nodes = newTable(['node', 'address', 'CPU % (mean)', 'memory % (mean)', 'cores', 'load 1 min', 'free memory', 'heartbeat age']);
   for (const a of agents) {
     const r = res.get(a.node);
     nodes.push([
@@ -49,10 +48,7 @@ export function formatProfileView(view: ProfileView, now = Date.now()): string {
   }
   out.push(`Live nodes (${agents.length})`, nodes.toString(), '');
 
-  const links = new Table({
-    head: ['link', 'latency', 'bandwidth', 'a (s/B²)', 'b (s/B)', 'c (s)', 'model', 'samples', 'age'],
-    style: tableStyle,
-  });
+  const links = newTable(['link', 'latency', 'bandwidth', 'a (s/B²)', 'b (s/B)', 'c (s)', 'model', 'samples', 'age']);
   for (const l of [...snapshot.links].sort((p, q) => p.from.localeCompare(q.from) || p.to.localeCompare(q.to))) {
     links.push([`${l.from} -> ${l.to}`, `${(l.latencySec * 1000).toFixed(2)} ms`, fmtRate(l.bandwidthBytesPerSec), sci(l.a), sci(l.b), sci(l.c), l.model ?? '-', l.samples, fmtAge(now - l.updatedAt)]);
   }
@@ -68,7 +64,7 @@ export function formatProfileView(view: ProfileView, now = Date.now()): string {
     const rows = snapshot.exec.filter((e) => e.app === app);
     const nodeNames = [...new Set(rows.map((e) => e.node))].sort();
     const tasks = [...new Set(rows.map((e) => e.task))];
-    const t = new Table({ head: ['task', ...nodeNames.map((n) => `${n}: time / output`)], style: tableStyle });
+    const t = newTable(['task', ...nodeNames.map((n) => `${n}: time / output`)]);
     for (const task of tasks) {
       t.push([task, ...nodeNames.map((n) => {
         const e = rows.find((r) => r.task === task && r.node === n);

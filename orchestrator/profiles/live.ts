@@ -3,7 +3,7 @@
 // undefined (with a message on stderr) when there is no Redis or no live agent.
 import type { ClusterConfig, ProfileSnapshot } from '../../config/types.js';
 import { stackEndpoints } from '../stack/endpoints.js';
-import { connectRedis } from './connect.js';
+import { openRedis } from '../connect.js';
 import { isComplete, readProfileView } from './read.js';
 
 export interface LiveProfileOptions {
@@ -24,7 +24,7 @@ export async function liveProfiles(cluster: ClusterConfig, opts: LiveProfileOpti
   }
   let redis;
   try {
-    redis = await connectRedis(url);
+    redis = await openRedis(url, 'jupiter:map');
   } catch (e) {
     say(`${(e as Error).message}: no live profiles`);
     return undefined;

@@ -14,7 +14,7 @@ import { liveAgents } from '../../profilers/agent/registry.js';
 import { collectReplies, sendToAgent } from '../../profilers/agent/inbox.js';
 import { WAVE_MAPPERS, WAVE_TTL_SEC, waveKeys, type WaveMapper, type WavePlacement, type WaveRunSpec } from '../../profilers/wave/protocol.js';
 import { stackEndpoints } from '../stack/endpoints.js';
-import { connectRedis } from './connect.js';
+import { openRedis } from '../connect.js';
 
 export interface DistributedWaveResult {
   mapping: Mapping;
@@ -80,7 +80,7 @@ export async function distributedWaveIfLive(
   if (!(WAVE_MAPPERS as readonly string[]).includes(mapper)) return undefined;
   const url = cluster.redisUrl ?? stackEndpoints(cluster)?.redisUrl;
   if (!url) return undefined;
-  const redis = await connectRedis(url);
+  const redis = await openRedis(url, 'jupiter:map');
   try {
     const live = new Set((await liveAgents(redis, redisKeys(cluster.redisPrefix))).map((a) => a.node));
     const absent = problem.nodes.map((n) => n.name).filter((n) => !live.has(n));

@@ -1,4 +1,4 @@
-// One look for every table the CLI prints: no colours, a rule under the header, none between rows.
+// One look for every table Jupiter prints: no colours, a rule under the header, none between rows.
 import Table from 'cli-table3';
 
 const compact = {
@@ -9,11 +9,28 @@ const compact = {
 
 export type Cell = string | number;
 
-export function renderTable(head: string[], rows: Cell[][]): string {
+export interface TextTable {
+  push(...rows: Cell[][]): void;
+  toString(): string;
+}
+
+export function table(head: string[]): TextTable {
   const t = new Table({ head, chars: compact, style: { head: [], border: [], compact: true } });
-  for (const r of rows) t.push(r.map(String));
-  const lines = t.toString().split('\n');
-  const rule = (lines[0] ?? '').replace('┌', '├').replace('┐', '┤').replaceAll('┬', '┼');
-  lines.splice(2, 0, rule);
-  return lines.join('\n');
+  return {
+    push: (...rows) => {
+      for (const r of rows) t.push(r.map(String));
+    },
+    toString: () => {
+      const lines = t.toString().split('\n');
+      const rule = (lines[0] ?? '').replace('┌', '├').replace('┐', '┤').replaceAll('┬', '┼');
+      lines.splice(2, 0, rule);
+      return lines.join('\n');
+    },
+  };
+}
+
+export function renderTable(head: string[], rows: Cell[][]): string {
+  const t = table(head);
+  t.push(...rows);
+  return t.toString();
 }

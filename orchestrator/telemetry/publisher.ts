@@ -2,6 +2,7 @@
 // bound. While the broker is away, messages wait in a bounded buffer (oldest dropped first), the
 // last retained message of every topic is kept apart and re-sent after every (re)connect (a
 // restarted broker has lost them), and one warning is printed per outage.
+import { maskUrl } from '../../config/cluster/mask.js';
 import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
 
 export interface PublisherOptions {
@@ -35,10 +36,6 @@ interface Pending {
   payload: string;
 }
 
-/** mqtt://user:secret@host -> mqtt://user:***@host, for messages and logs. */
-export function maskUrl(url: string): string {
-  return url.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@');
-}
 
 export class MqttPublisher {
   private client?: MqttClient;

@@ -1,6 +1,9 @@
 // Per-app running statistics computed from the event stream: what jupiter/<app>/stats carries.
-// Queue depths are counted from events (entered − started + retried), so they need no knowledge
-// of how the runners queue their work.
+// Queue depths come from events, so they need no knowledge of how the runners queue their work:
+// each task keeps the items it holds, keyed by item id, as waiting (entered, or failed and
+// retried) or running (started). Keying by item matters: a join task gets one `enter` per
+// arriving input but one `start`, and a retried attempt may fail without a `start` of its own,
+// so plain event counts (entered − started) would leave phantom waiting items behind.
 import type { AppEvent } from '../../config/events.js';
 import type { StatsMessage, TaskStats } from './topics.js';
 
@@ -13,6 +16,8 @@ interface TaskCounts {
   retried: number;
   durationSumMs: number;
   node: string | null;
+  /** Items this task holds now: item id -> where it is. */
+  holding: Map<string, 'waiting' | 'running'>;
 }
 
 const MAKESPAN_SAMPLES = 1000;
@@ -44,7 +49,7 @@ export class AppStats {
   private task(name: string): TaskCounts {
     let t = this.tasks.get(name);
     if (!t) {
-      t = { entered: 0, started: 0, processed: 0, failed: 0, failedAttempts: 0, retried: 0, durationSumMs: 0, node: null };
+      t = { entered: 0, started: 0, processed: 0, failed: 0, failedAttempts: 0, retried: 0, durationSumMs: 0, node: null, holding: new Map() };
       this.tasks.set(name, t);
     }
     return t;
@@ -57,6 +62,9 @@ export class AppStats {
       this.makespans.push(ev.makespanMs);
       if (this.makespans.length > MAKESPAN_SAMPLES) this.makespans.splice(0, this.makespans.length - MAKESPAN_SAMPLES);
       this.lastMakespanMs = ev.makespanMs;
+      // A finished item (done, or given up) waits nowhere any more, e.g. in a join whose other
+      // branch failed.
+      for (const t of this.tasks.values()) t.holding.delete(ev.item);
       return;
     }
     const t = this.task(ev.task);
@@ -64,21 +72,28 @@ export class AppStats {
     switch (ev.type) {
       case 'enter':
         t.entered += 1;
+        // Another input of an item already started (a late join input) changes nothing.
+        if (!t.holding.has(ev.item)) t.holding.set(ev.item, 'waiting');
         break;
       case 'start':
         t.started += 1;
+        t.holding.set(ev.item, 'running');
         break;
       case 'finish':
         t.processed += 1;
         t.durationSumMs += ev.durationMs ?? 0;
+        t.holding.delete(ev.item);
         break;
       case 'fail':
         t.failedAttempts += 1;
         // A failure without `final: false` gives the item up; otherwise it goes back to the queue.
-        if (ev.final === false) t.retried += 1;
-        else {
+        if (ev.final === false) {
+          t.retried += 1;
+          t.holding.set(ev.item, 'waiting');
+        } else {
           t.failed += 1;
           this.itemsFailed += 1;
+          t.holding.delete(ev.item);
         }
         break;
     }
@@ -96,8 +111,9 @@ export class AppStats {
     let queued = 0;
     let running = 0;
     for (const [name, t] of this.tasks) {
-      const waiting = Math.max(0, t.entered - t.started + t.retried);
-      const run = Math.max(0, t.started - t.processed - t.failedAttempts);
+      let waiting = 0;
+      for (const where of t.holding.values()) if (where === 'waiting') waiting += 1;
+      const run = t.holding.size - waiting;
       queued += waiting;
       running += run;
       tasks[name] = {

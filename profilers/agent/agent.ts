@@ -2,6 +2,7 @@
 // network and resource profilers, and executes requests from its Redis inbox (execution
 // profiling, distributed WAVE). stop() deregisters, so a clean shutdown disappears at once;
 // a killed agent disappears when its heartbeat key expires.
+import { maskUrl } from '../../config/cluster/mask.js';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { redisKeys, type Keys } from '../../config/redis-keys.js';
@@ -193,6 +194,3 @@ export class Agent {
   }
 }
 
-export function maskUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
-}

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { compareIds, streamReply } from '../../orchestrator/telemetry/bridge.js';
 import { AppStats, quantile } from '../../orchestrator/telemetry/stats.js';
 import { compatMappingLine, compatTaskLine } from '../../orchestrator/telemetry/compat.js';
-import { maskUrl } from '../../orchestrator/telemetry/publisher.js';
+import { maskUrl } from '../../config/cluster/mask.js';
 import { mappingMessage, topics } from '../../orchestrator/telemetry/topics.js';
 import { repoRoot } from '../support/paths.js';
 import { SEVEN, bigDag, emptyTally, itemEvents, mappingRecord } from '../dashboard/feed.js';

@@ -72,7 +72,7 @@ export function register(program: Command): void {
       const refreshMs = positive('refresh', flags.refresh) * 1000;
       const resourceMs = positive('resource-interval', flags.resourceInterval) * 1000;
       const [{ Agent }, { defaultHandlers }, { resolveRedis }] = await Promise.all([
-        import('../../../profilers/agent/agent.js'), import('../../../profilers/agent/handlers.js'), import('../../profiles/connect.js'),
+        import('../../../profilers/agent/agent.js'), import('../../../profilers/agent/handlers.js'), import('../../connect.js'),
       ]);
       const target = await resolveRedis(flags.redis);
       const configured = target.cluster.nodes.find((n) => n.name === flags.node)?.agent ?? (target.cluster.home.name === flags.node ? target.cluster.home.agent : undefined);

@@ -11,7 +11,7 @@ export function register(program: Command): void {
     .option('-n, --tail <lines>', 'number of lines', '200')
     .action(action(async (appName: string, task: string, opts: { tail: string }) => {
       const [{ connectToStack }, { readDeployment }, { homeRuntime, runtimeFor }] = await Promise.all([
-        import('../connect.js'), import('../../deploy/record.js'), import('../../deploy/runtimes.js'),
+        import('../../connect.js'), import('../../deploy/record.js'), import('../../deploy/runtimes.js'),
       ]);
       const { cluster, redis } = await connectToStack();
       try {

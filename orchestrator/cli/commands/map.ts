@@ -4,7 +4,7 @@
 //   jupiter map --problem problem.json [--mapper name] [--json]
 //   jupiter map --mapper list
 import type { Command } from 'commander';
-import Table from 'cli-table3';
+import { table as newTable } from '../../report/table.js';
 import { loadApp } from '../../../config/app/load.js';
 import { lineOfPointer, parseJsonText } from '../../../config/app/json.js';
 import { readTextFile } from '../../../config/app/text.js';
@@ -30,15 +30,15 @@ interface MapOptions {
  * the cluster equal (cpu 10%, mem 10%), every task 1 s with 1 MB of output on every node,
  * 1 Gbit/s links with 1 ms latency.
  */
-export async function defaultProfiles(app: AppSpec, cluster: ClusterConfig): Promise<ProfileSnapshot> {
+export async function defaultProfiles(app: AppSpec, cluster: ClusterConfig): Promise<{ profiles: ProfileSnapshot; source: string }> {
   // Loaded on use: reading live profiles needs the Redis client.
   const { liveProfiles } = await import('../../profiles/live.js');
   const live = await liveProfiles(cluster, { app: app.name, say: (l) => process.stderr.write(`map: ${l}\n`) });
-  if (live) return live;
+  if (live) return { profiles: live, source: `live profiles of ${live.nodes.length} agent(s)` };
   process.stderr.write('map: using the default local profile (equal nodes, 1 s tasks, 1 Gbit/s links)\n');
   const now = Date.now();
   const nodes = cluster.nodes.map((n) => n.name);
-  return {
+  const profiles: ProfileSnapshot = {
     takenAt: now,
     nodes: nodes.map((node) => ({ node, cpuPercent: 10, cpuMean: 10, memPercent: 10, memMean: 10, cores: 1, load1: 0, freeMemBytes: 0, updatedAt: now })),
     links: nodes.flatMap((from) => nodes.filter((to) => to !== from).map((to) => ({
@@ -46,6 +46,7 @@ export async function defaultProfiles(app: AppSpec, cluster: ClusterConfig): Pro
     }))),
     exec: app.dagTasks.flatMap((task) => nodes.map((node) => ({ app: app.name, task, node, durationSec: 1, outputBytes: 1e6, updatedAt: now }))),
   };
+  return { profiles, source: 'default local profile: equal nodes, 1 s tasks, 1 Gbit/s' };
 }
 
 async function readJson(file: string, what: string): Promise<{ value: unknown; text: string }> {
@@ -82,7 +83,7 @@ function fmt(x: number): string {
 }
 
 function render(result: MapResult, problem: Problem, helpers: Mapping, title: string): string {
-  const table = new Table({ head: ['task', 'node', 'start (s)', 'finish (s)'], style: { head: [], border: [] } });
+  const table = newTable(['task', 'node', 'start (s)', 'finish (s)']);
   const rows = Object.entries(result.schedule).sort((a, b) => a[1].start - b[1].start || a[0].localeCompare(b[0]));
   for (const [task, s] of rows) table.push([task, s.node, fmt(s.start), fmt(s.finish)]);
   for (const d of result.duplicates) table.push([`${d.task} (copy)`, d.node, fmt(d.start), fmt(d.finish)]);
@@ -121,7 +122,9 @@ async function run(appArg: string | undefined, opts: MapOptions): Promise<void> 
     const app = await loadApp(appArg as string);
     const cluster = await loadClusterConfig();
     mapperName ??= cluster.mapper;
-    const profiles = opts.profiles ? await readProfilesFile(opts.profiles) : await defaultProfiles(app, cluster);
+    const { profiles, source } = opts.profiles
+      ? { profiles: await readProfilesFile(opts.profiles), source: `profiles ${opts.profiles}` }
+      : await defaultProfiles(app, cluster);
     const nodes = cluster.nodes.map((n) => n.name);
     const known = new Set(profiles.nodes.map((n) => n.node));
     // Profiled nodes only: live profiles leave out nodes whose agent died (defaultProfiles).
@@ -130,7 +133,7 @@ async function run(appArg: string | undefined, opts: MapOptions): Promise<void> 
     problem = problemFromProfiles(app, profiles, { nodes: usable });
     helpers = placeHelperTasks(app, usable);
     if (!opts.profiles) live = { app, cluster };
-    title = `app ${app.name}: ${problem.tasks.length} task(s) on ${usable.length} node(s)${opts.profiles ? ` (profiles ${opts.profiles})` : ' (default local profile: equal nodes, 1 s tasks, 1 Gbit/s)'}`;
+    title = `app ${app.name}: ${problem.tasks.length} task(s) on ${usable.length} node(s) (${source})`;
   }
   mapperName ??= 'heft';
   const fn = mappers[mapperName];

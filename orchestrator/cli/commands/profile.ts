@@ -26,11 +26,11 @@ export function register(program: Command): void {
       const waitMs = flags.wait === undefined ? 0 : Number(flags.wait) * 1000;
       if (!Number.isFinite(waitMs) || waitMs < 0) throw inputError(`--wait must be a number of seconds, got ${JSON.stringify(flags.wait)}`, { hint: 'for example --wait 10' });
       // Loaded on use: these need the Redis client.
-      const [{ connectRedis, resolveRedis }, { isComplete, readProfileView }, { formatProfileView }] = await Promise.all([
-        import('../../profiles/connect.js'), import('../../profiles/read.js'), import('../../profiles/format.js'),
+      const [{ connectToStack }, { isComplete, readProfileView }, { formatProfileView }] = await Promise.all([
+        import('../../connect.js'), import('../../profiles/read.js'), import('../../profiles/format.js'),
       ]);
-      const target = await resolveRedis(flags.redis);
-      const redis = await connectRedis(target.url);
+      const target = await connectToStack(flags.redis);
+      const redis = target.redis;
       try {
         const prefix = flags.prefix ?? target.prefix;
         const deadline = Date.now() + waitMs;
@@ -61,11 +61,11 @@ export function register(program: Command): void {
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw inputError(`--timeout must be a positive number of seconds, got ${JSON.stringify(flags.timeout)}`, { hint: 'for example --timeout 120' });
       const app = await loadApp(appArg);
       // Loaded on use: these need the Redis client.
-      const [{ connectRedis, resolveRedis }, { formatExecResult, requestExecProfiles }, { createProgress }] = await Promise.all([
-        import('../../profiles/connect.js'), import('../../profiles/exec.js'), import('../../progress.js'),
+      const [{ connectToStack }, { formatExecResult, requestExecProfiles }, { createProgress }] = await Promise.all([
+        import('../../connect.js'), import('../../profiles/exec.js'), import('../../progress.js'),
       ]);
-      const target = await resolveRedis(flags.redis);
-      const redis = await connectRedis(target.url);
+      const target = await connectToStack(flags.redis);
+      const redis = target.redis;
       try {
         const progress = createProgress({ quiet: Boolean(flags.json) });
         const step = progress.step(`Execution profiling of ${app.name}`);

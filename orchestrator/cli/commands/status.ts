@@ -10,7 +10,7 @@ export function register(program: Command): void {
     .option('--json', 'print JSON')
     .action(action(async (appName: string | undefined, opts: { json?: boolean }) => {
       const [{ connectToStack }, { loadApp }, { getStatus }, { deployedApps, readDeployment, readMapping }, { statusTable }] = await Promise.all([
-        import('../connect.js'), import('../../../config/app/load.js'), import('../../../circe/queue/status.js'),
+        import('../../connect.js'), import('../../../config/app/load.js'), import('../../../circe/queue/status.js'),
         import('../../deploy/record.js'), import('../../report/tables.js'),
       ]);
       const { cluster, redis, dashboardUrl } = await connectToStack();

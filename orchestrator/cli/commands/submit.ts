@@ -11,7 +11,7 @@ export function register(program: Command): void {
     .option('--timeout <sec>', 'with --wait: give up after this many seconds', '300')
     .action(action(async (appName: string, files: string[], opts: { wait?: boolean; timeout: string }) => {
       const [{ connectToStack }, { createProgress, withStep }, { loadApp }, { submitItems }, { waitForItems }, { readDeployment }, { itemsTable }] = await Promise.all([
-        import('../connect.js'), import('../../progress.js'), import('../../../config/app/load.js'), import('../../../circe/home/source.js'),
+        import('../../connect.js'), import('../../progress.js'), import('../../../config/app/load.js'), import('../../../circe/home/source.js'),
         import('../../../circe/home/wait.js'), import('../../deploy/record.js'), import('../../report/tables.js'),
       ]);
       const { cluster, redis } = await connectToStack();

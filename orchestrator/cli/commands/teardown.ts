@@ -9,7 +9,7 @@ export function register(program: Command): void {
     .option('--stack', 'also stop the embedded stack (private Redis, hub, local agents)')
     .action(action(async (app: string, opts: { stack?: boolean }) => {
       const [{ connectToStack }, { teardownApp }, { stopStack }] = await Promise.all([
-        import('../connect.js'), import('../../deploy/teardown.js'), import('../../stack/embedded.js'),
+        import('../../connect.js'), import('../../deploy/teardown.js'), import('../../stack/embedded.js'),
       ]);
       const { cluster, redis } = await connectToStack();
       try {

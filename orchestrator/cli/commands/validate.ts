@@ -1,7 +1,7 @@
 // `jupiter validate <app>`: load and check an app folder (and that it fits the cluster
 // configuration), then print a short summary table. Exit 0 when valid, 2 with file:line otherwise.
 import type { Command } from 'commander';
-import Table from 'cli-table3';
+import { table as newTable } from '../../report/table.js';
 import { relative } from 'node:path';
 import { loadApp } from '../../../config/app/load.js';
 import { validateAppAgainstCluster } from '../../../config/app/cluster-check.js';
@@ -11,11 +11,7 @@ import { HOME, type AppSpec } from '../../../config/types.js';
 import { action } from '../run.js';
 
 export function summaryTable(app: AppSpec): string {
-  const table = new Table({
-    head: ['task', 'inputs', 'flag', 'children', 'script', 'language'],
-    style: { head: [], border: [] },
-    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
-  });
+  const table = newTable(['task', 'inputs', 'flag', 'children', 'script', 'language']);
   for (const t of app.tasks) {
     const role = t.isDag ? [] : ['(helper: runs once)'];
     table.push([

@@ -1,0 +1,48 @@
+// Where a command finds Redis: an explicit --redis URL, else the cluster configuration (which
+// applies JUPITER_REDIS_URL), else the running embedded stack's private server.
+import type { Redis } from 'ioredis';
+import { runtimeError } from '../config/errors.js';
+import { loadClusterConfig } from '../config/cluster/load.js';
+import { maskUrl } from '../config/cluster/mask.js';
+import type { ClusterConfig } from '../config/types.js';
+import { connectRedis } from '../circe/queue/connection.js';
+import { waitForRedis } from './stack/redis-server.js';
+import { stackEndpoints } from './stack/endpoints.js';
+
+export interface RedisTarget {
+  url: string;
+  prefix: string;
+  cluster: ClusterConfig;
+  dashboardUrl?: string;
+}
+
+export async function resolveRedis(explicitUrl?: string): Promise<RedisTarget> {
+  const cluster = await loadClusterConfig();
+  const ep = stackEndpoints(cluster);
+  const url = explicitUrl ?? cluster.redisUrl ?? ep?.redisUrl;
+  if (!url) {
+    throw runtimeError('no Jupiter stack is running here (no private Redis, and no JUPITER_REDIS_URL or --redis)', {
+      hint: 'deploy an app first (`jupiter deploy <app>` starts the embedded stack), or set JUPITER_REDIS_URL',
+    });
+  }
+  return { url, prefix: cluster.redisPrefix, cluster, dashboardUrl: ep?.dashboardUrl };
+}
+
+export interface Connected extends RedisTarget {
+  redis: Redis;
+}
+
+/** A client for short commands: it fails fast instead of queueing while Redis is down. */
+export async function openRedis(url: string, name = 'jupiter:cli'): Promise<Redis> {
+  try {
+    await waitForRedis(url, 3000);
+  } catch (e) {
+    throw runtimeError(`cannot connect to Redis at ${maskUrl(url)}`, { hint: 'check --redis / JUPITER_REDIS_URL, or start the stack' }, e);
+  }
+  return connectRedis(url, { name, failFast: true });
+}
+
+export async function connectToStack(explicitUrl?: string): Promise<Connected> {
+  const target = await resolveRedis(explicitUrl);
+  return { ...target, redis: await openRedis(target.url) };
+}

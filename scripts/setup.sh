@@ -39,7 +39,9 @@ fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm dependencies"
-  npm ci --no-audit --no-fund --loglevel=error
+  # `npm install`, not `npm ci`: the lock file lists optional platform builds (msgpackr-extract for
+  # darwin/win32) that a mirror may not serve; `npm ci` refuses such a lock, `npm install` skips them.
+  npm install --no-audit --no-fund --loglevel=error
 fi
 
 say "building"

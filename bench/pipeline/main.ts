@@ -30,6 +30,20 @@ const stats = (xs: number[]): { p50: number; p99: number } => {
   return { p50: percentile(s, 50) ?? NaN, p99: percentile(s, 99) ?? NaN };
 };
 
+/** Redis main-thread time and command calls per item since the last RESETSTAT (scripts include their inner commands). */
+async function redisCost(redis: Redis, items: number): Promise<{ usPerItem: number; callsPerItem: number; top: string }> {
+  const cs = await redis.info('commandstats');
+  const rows = [...cs.matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/g)].map((m) => ({ cmd: m[1]!, calls: Number(m[2]) / items, us: Number(m[3]) / items }));
+  const top = rows.filter((r) => r.cmd === 'evalsha' || r.cmd === 'eval').concat(rows.filter((r) => r.cmd !== 'evalsha' && r.cmd !== 'eval').sort((a, b) => b.us - a.us).slice(0, 6));
+  const inner = new Set(['evalsha', 'eval', 'info', 'config|resetstat']);
+  // Commands run inside scripts are counted both in the script's time and on their own line.
+  return {
+    usPerItem: rows.filter((r) => r.cmd === 'evalsha' || r.cmd === 'eval').reduce((a, r) => a + r.us, 0),
+    callsPerItem: rows.filter((r) => !inner.has(r.cmd)).reduce((a, r) => a + r.calls, 0),
+    top: top.map((r) => `${r.cmd} ${r.calls.toFixed(1)}x ${r.us.toFixed(0)}µs`).join(', '),
+  };
+}
+
 function makeApp(root: string): string {
   const dir = join(root, 'noop3');
   mkdirSync(join(dir, 'scripts'), { recursive: true });
@@ -82,11 +96,7 @@ async function benchOurs(url: string, root: string): Promise<{ throughput: numbe
     const items = await submitItems(redis, PREFIX, app, files.slice(20, 20 + N));
     await waitForItems(redis, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 300_000, pollMs: 50 });
     const throughput = N / ((performance.now() - t0) / 1000);
-    const cs = await redis.info('commandstats');
-    const calls = [...cs.matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/g)].map((m) => [m[1]!, Number(m[2]) / N, Number(m[3]) / N] as const).sort((a, b) => b[2] - a[2]);
-    log(`commands per item (calls, µs): ${calls.map(([c, n, us]) => `${c} ${n.toFixed(2)} ${us.toFixed(1)}`).join(', ')}`);
-    const cpu = await redis.info('cpu');
-    log(`redis cpu ${cpu.replace(/\r?\n/g, ' ')}`);
+    log(`ours: Redis per item: ${(await redisCost(redis, N)).top}`);
 
     log(`ours: ${LAT_N} items one at a time for latency ...`);
     const hops: number[] = [];
@@ -152,7 +162,9 @@ async function benchRaw(url: string): Promise<{ throughput: number; hop: { p50: 
     await Promise.all(workers.map((w) => w.waitUntilReady()));
     await run(20, false);
     log(`raw BullMQ: ${N} items through a chain of 3 queues ...`);
+    await conns[0]!.config('RESETSTAT');
     const ms = await run(N, false);
+    log(`raw: Redis per item: ${(await redisCost(conns[0]!, N)).top}`);
     recordHops = true;
     await run(LAT_N, true);
     return { throughput: N / (ms / 1000), hop: stats(hops) };

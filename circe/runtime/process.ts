@@ -81,6 +81,14 @@ export class ProcessRuntime implements Runtime {
     for (const spec of specs) {
       const base = `${spec.task}@${spec.node}`;
       const stateFile = join(dir, `${base}.json`);
+      // A task moved to another node (the reconciler healing a lost node): its runner elsewhere
+      // stops after the item in hand, and a dead one's state file goes, so list() and teardown
+      // only see the runner the placement names.
+      for (const old of existing.filter((e) => e.state.task === spec.task && e.state.node !== spec.node)) {
+        if (alive(old.state.supervisorPid)) process.kill(old.state.supervisorPid, 'SIGTERM');
+        else if (alive(old.state.runnerPid)) process.kill(old.state.runnerPid!, 'SIGTERM');
+        if (!alive(old.state.supervisorPid)) await rm(old.file, { force: true });
+      }
       const running = existing.find((e) => e.file === stateFile && alive(e.state.supervisorPid));
       if (running) {
         handles.push({ task: spec.task, node: spec.node, id: String(running.state.runnerPid ?? running.state.supervisorPid) });

@@ -3,7 +3,7 @@
 // (heartbeat keys expire within 2.5 heartbeat periods). Tasks of a lost node are moved to the
 // surviving nodes (mappers/repair.ts: the others stay put), their runners are started there, and
 // the new placement is written where the dashboard and `status` read it. Items the lost runners
-// held are redelivered by the queues (their locks expire), so the stream continues without loss.
+// held go straight back to their queues (requeue.ts), so the stream continues without loss.
 import type { Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
 import { loadApp } from '../../config/app/load.js';
@@ -15,6 +15,7 @@ import { connectRedis } from '../../circe/queue/connection.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { runtimeFor } from '../deploy/runtimes.js';
+import { requeueHeldJobs } from './requeue.js';
 
 export interface ReconcilerOptions {
   redisUrl: string;
@@ -97,6 +98,9 @@ export class Reconciler {
     for (const [t, n] of Object.entries(helperNodes)) moved[t] = [rec.mapping[t]!, n];
     const mapping = { ...rec.mapping, ...fixed.mapping, ...helperNodes };
     this.log(`${name}: node(s) ${lost.join(', ')} lost; moving ${Object.entries(moved).map(([t, [a, b]]) => `${t} ${a}->${b}`).join(', ')}`);
+    // Before the new runners start, so that they find the held items waiting.
+    const requeued = await requeueHeldJobs(this.redis, prefix, name, Object.keys(moved).filter((t) => app.dagTasks.includes(t)));
+    if (requeued) this.log(`${name}: ${requeued} item(s) held by the lost runners are queued again`);
     const runtime = runtimeFor(dep.runtime);
     await runtime.start(app, Object.keys(moved).map((task) => ({
       app: name, task, node: mapping[task]!, runId: dep.runId, redisUrl: this.opts.redisUrl, redisPrefix: prefix,

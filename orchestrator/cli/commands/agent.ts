@@ -51,7 +51,7 @@ export function parseSizes(v: string): number[] {
 export function register(program: Command): void {
   program
     .command('agent')
-    .description('Run the node agent: heartbeat, probe endpoint, network/resource/execution profilers, WAVE')
+    .description('run the node agent: heartbeat, probe endpoint, network/resource/execution profilers, WAVE')
     .requiredOption('--node <name>', 'this node\'s name (as in nodes.txt)')
     .option('--listen <host:port>', 'probe endpoint address (default: the node\'s agent address in the configuration, else 127.0.0.1:<free port>)')
     .option('--advertise <host>', 'address peers should use (default: the listen host)')

@@ -2,7 +2,7 @@
 // per-item makespans and where the outputs are.
 import type { Command } from 'commander';
 import { action } from '../run.js';
-import { runtimeError } from '../../../config/errors.js';
+import { inputError, runtimeError } from '../../../config/errors.js';
 
 interface Opts {
   mapper?: string;
@@ -12,6 +12,16 @@ interface Opts {
   timeout: string;
   seed?: string;
   json?: boolean;
+  queueCap?: string;
+  attempts?: string;
+}
+
+/** A pipeline setting given on the command line: a positive integer. */
+function positiveInt(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw inputError(`${flag} must be a positive integer, got ${JSON.stringify(v)}`, { hint: `for example ${flag} 50` });
+  return n;
 }
 
 export function register(program: Command): void {
@@ -25,11 +35,14 @@ export function register(program: Command): void {
     .option('--timeout <sec>', 'with --wait: give up after this many seconds', '300')
     .option('--seed <n>', 'seed of randomised mappers')
     .option('--json', 'print the result as JSON')
+    .option('--queue-cap <n>', 'waiting items per task queue before the source holds back (back-pressure; default 10000)')
+    .option('--attempts <n>', 'attempts per item and task before it is dead-lettered (exponential backoff; default 3)')
     .action(action(async (appArg: string, opts: Opts) => {
       // Loaded on use, so that `jupiter --help` and other commands start fast.
       const [{ deploy }, { createProgress }, { itemsTable, placementTable }] = await Promise.all([
         import('../../deploy/pipeline.js'), import('../../progress.js'), import('../../report/tables.js'),
       ]);
+      const settings = { queueCap: positiveInt('--queue-cap', opts.queueCap), attempts: positiveInt('--attempts', opts.attempts) };
       const res = await deploy({
         app: appArg,
         mapper: opts.mapper,
@@ -38,6 +51,7 @@ export function register(program: Command): void {
         wait: opts.wait,
         timeoutSec: Number(opts.timeout),
         seed: opts.seed === undefined ? undefined : Number(opts.seed),
+        settings: Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined)),
       }, createProgress());
       if (opts.json) {
         process.stdout.write(`${JSON.stringify({ mapping: res.record, deployment: res.deployment, items: res.items, results: res.results, dashboard: res.dashboardUrl }, null, 2)}\n`);

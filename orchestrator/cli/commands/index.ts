@@ -15,17 +15,18 @@ import { register as stack } from './stack.js';
 
 export type RegisterCommand = (program: Command) => void;
 
+// In the order a user meets them: check an app, see where it would go, run it, watch it.
 export const commands: RegisterCommand[] = [
   validate,
   graph,
-  agent,
-  profile,
   map,
-  viz,
   deploy,
   submit,
   status,
   logs,
   teardown,
+  profile,
+  agent,
+  viz,
   stack,
 ];

@@ -17,7 +17,7 @@ interface ProfileFlags {
 export function register(program: Command): void {
   const cmd = program
     .command('profile')
-    .description('Show live nodes, the fitted link matrix and execution profiles (from the node agents)')
+    .description('show live nodes, the fitted link matrix and execution profiles (from the node agents)')
     .option('--json', 'print the profiles as JSON')
     .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
     .option('--prefix <prefix>', 'Redis key prefix (default: the configuration\'s)')

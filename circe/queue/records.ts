@@ -1,6 +1,6 @@
 // Per-item runtime records as CSV, with the original's runtime_tasks.txt columns plus Node.
-// Time stamps are ms since epoch; elapse (finish - enter), duration (finish - execute) and
-// waiting (execute - enter) are in seconds.
+// Everything in seconds, as the original: time stamps are Unix times with ms precision; elapse
+// (finish - enter), duration (finish - execute) and waiting (execute - enter) are durations.
 import type { Redis } from 'ioredis';
 import { DEFAULT_PREFIX } from '../../config/redis-keys.js';
 import { appKeys } from './keys.js';
@@ -26,7 +26,7 @@ export async function exportRuntimeCsv(redis: Redis, app: string, prefix: string
       for (const r of rows) {
         const enter = Number.isFinite(r.enter) ? r.enter : r.start;
         lines.push([
-          csvCell(r.t), csvCell(rec[`${r.t}|file`] ?? ''), enter, r.start, r.finish,
+          csvCell(r.t), csvCell(rec[`${r.t}|file`] ?? ''), (enter / 1000).toFixed(3), (r.start / 1000).toFixed(3), (r.finish / 1000).toFixed(3),
           ((r.finish - enter) / 1000).toFixed(3), ((r.finish - r.start) / 1000).toFixed(3), ((r.start - enter) / 1000).toFixed(3),
           csvCell(rec[`${r.t}|node`] ?? ''),
         ].join(','));

@@ -8,7 +8,9 @@ export function register(program: Command): void {
     .command('status [app]')
     .description('show deployed apps: placement, queues, counts, makespans, dead letters')
     .option('--json', 'print JSON')
-    .action(action(async (appName: string | undefined, opts: { json?: boolean }) => {
+    .option('--csv', 'print the per-item runtime records of one app as CSV (runtime_tasks.txt columns plus Node)')
+    .action(action(async (appName: string | undefined, opts: { json?: boolean; csv?: boolean }) => {
+      if (opts.csv && !appName) throw inputError('--csv needs an app name', { hint: 'jupiter status <app> --csv > runtime_tasks.csv' });
       const [{ connectToStack }, { loadApp }, { getStatus }, { deployedApps, readDeployment, readMapping }, { statusTable }] = await Promise.all([
         import('../../connect.js'), import('../../../config/app/load.js'), import('../../../circe/queue/status.js'),
         import('../../deploy/record.js'), import('../../report/tables.js'),
@@ -16,6 +18,12 @@ export function register(program: Command): void {
       const { cluster, redis, dashboardUrl } = await connectToStack();
       try {
         const prefix = cluster.redisPrefix;
+        if (opts.csv) {
+          const { exportRuntimeCsv } = await import('../../../circe/queue/records.js');
+          if (!(await readDeployment(redis, prefix, appName!))) throw inputError(`${appName} is not deployed`, { hint: 'jupiter status lists the deployed apps' });
+          process.stdout.write(await exportRuntimeCsv(redis, appName!, prefix));
+          return;
+        }
         const names = appName ? [appName] : await deployedApps(redis, prefix);
         const out: unknown[] = [];
         for (const name of names) {

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { inputError, runtimeError } from '../../config/errors.js';
 import { runnerEnv } from '../runner/env.js';
+import { isAlive } from './pid.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
 
 interface RunnerState {
@@ -30,15 +31,7 @@ export interface ProcessRuntimeOptions {
   stopGraceSec?: number;
 }
 
-function alive(pid: number | null | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+const alive = isAlive;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

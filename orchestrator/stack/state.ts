@@ -36,12 +36,4 @@ export function writeStackState(dir: string, state: StackState): void {
   renameSync(`${file}.tmp`, file);
 }
 
-export function isAlive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+export { isAlive } from '../../circe/runtime/pid.js';

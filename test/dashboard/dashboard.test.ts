@@ -1,14 +1,13 @@
+import { tmpdir } from 'node:os';
 // The dashboard in Debian's Chromium while events flow: a 7-task app mapped on 3 nodes, against
 // the embedded aedes broker and against Debian's mosquitto; a 200-task DAG; /metrics.
 import { expect } from 'chai';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Page } from 'playwright-core';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { haveMosquitto, startMosquitto, type TestMosquitto } from '../support/mosquitto.js';
 import { haveChromium, launchChromium, type TestBrowser } from '../support/chromium.js';
-import { repoRoot } from '../support/paths.js';
 import { DashboardServer } from '../../orchestrator/dashboard/server.js';
 import type { AppEvent } from '../../config/events.js';
 import {
@@ -175,8 +174,8 @@ for (const kind of ['aedes', 'mosquitto'] as const) {
         });
       if (kind === 'aedes') {
         await sleep(600); // one more stats tick for the chart
-        mkdirSync(join(repoRoot, 'docs'), { recursive: true });
-        await page.screenshot({ path: join(repoRoot, 'docs', 'dashboard.png'), fullPage: true });
+        // The README's picture comes from a real deployment (test/e2e/dashboard-live.test.ts).
+        await page.screenshot({ path: join(tmpdir(), 'jupiter-dashboard-synthetic.png'), fullPage: true });
       }
     });
   });

@@ -5,11 +5,13 @@ import { expect } from 'chai';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import mqtt from 'mqtt';
 import { loadApp } from '../../config/app/load.js';
 import { HOME, type AppSpec } from '../../config/types.js';
 import { appsDir, fixturesDir } from '../support/paths.js';
 import { anomalyExpected, expectedDummyOutputs, jobOf, reportSummary, type AnomalyReport } from './oracle.js';
-import { isAlive, parseDeployOutput, statusJson, WorkDir, type DeployOutput } from './workdir.js';
+import { isAlive, parseDeployOutput, sleep, statusJson, WorkDir, type DeployOutput } from './workdir.js';
+import { parsePrometheus, sampleValue } from '../dashboard/prom.js';
 
 const NODES = ['node1', 'node2', 'node3'];
 
@@ -33,9 +35,9 @@ async function checkDeployPrinted(app: AppSpec, out: DeployOutput, w: WorkDir): 
 async function checkTeardown(app: AppSpec, w: WorkDir): Promise<void> {
   const states = w.runnerStates(app.name);
   expect(states.map((s) => s.task).sort()).to.deep.equal([...app.dagTasks, HOME].sort());
-  const pids = w.allPids();
+  const pids = [...w.stackPids(), ...states.flatMap((s) => [s.supervisorPid, s.runnerPid!])];
+  expect(pids.filter((p) => !isAlive(p)), 'processes dead before teardown').to.deep.equal([]);
   const python = w.pythonWorkerPids(app.name);
-  expect(pids.filter(isAlive)).to.have.length(pids.length);
   const r = await w.expectCli(['teardown', app.name, '--stack']);
   for (const s of states) expect(r.stdout).to.include(`removed process runner ${s.task}@${s.node} (pid ${s.runnerPid}`);
   expect(r.stdout).to.match(new RegExp(`removed \\d+ Redis key\\(s\\) of ${app.name}`));
@@ -107,6 +109,38 @@ describe('e2e: jupiter deploy dummy (Python, joins, both FLAG modes)', function 
     for (const t of st.status.tasks) expect(t, t.task).to.include({ processed: n, failed: 0, waiting: 0, active: 0 });
     expect(st.status.sink.delivered).to.equal(expected.size);
     expect(st.status.deadLetterCount).to.equal(0);
+  });
+
+  it('publishes over the hub\'s embedded broker and counts in /metrics what `jupiter status` counts', async () => {
+    const st = await statusJson(w, 'dummy');
+    const hub = w.stack().hub!;
+    const cfg = await (await fetch(new URL('/config.json', hub.httpUrl))).json() as { broker: { url: string } };
+    expect(cfg.broker.url.startsWith(hub.mqttWsUrl), cfg.broker.url).to.equal(true);
+    expect(cfg.broker.url).to.match(/^ws:\/\/127\.0\.0\.1:\d+(\/mqtt)?$/);
+    // a client of the embedded aedes broker gets the retained mapping and every task's last event
+    const client = await mqtt.connectAsync(hub.mqttUrl, { reconnectPeriod: 0, connectTimeout: 5000 });
+    const got = new Map<string, Record<string, unknown>>();
+    client.on('message', (topic, payload) => got.set(topic, JSON.parse(payload.toString()) as Record<string, unknown>));
+    try {
+      await client.subscribeAsync(['jupiter/dummy/mapping', 'jupiter/dummy/tasks/+']);
+      for (let i = 0; i < 100 && got.size < 1 + app.dagTasks.length; i++) await sleep(50);
+    } finally {
+      await client.endAsync();
+    }
+    expect(got.get('jupiter/dummy/mapping')?.mapping).to.deep.equal(st.mapping.mapping);
+    for (const t of app.dagTasks) expect(got.get(`jupiter/dummy/tasks/${t}`), t).to.include({ task: t, node: st.mapping.mapping[t], event: 'finish' });
+    // /metrics (the bridge reads the event stream continuously; give it a moment)
+    let samples = parsePrometheus(await (await fetch(new URL('/metrics', hub.httpUrl))).text());
+    for (let i = 0; i < 50 && sampleValue(samples, 'jupiter_items_done_total', { app: 'dummy' }) !== st.status.items.done; i++) {
+      await sleep(100);
+      samples = parsePrometheus(await (await fetch(new URL('/metrics', hub.httpUrl))).text());
+    }
+    expect(sampleValue(samples, 'jupiter_items_done_total', { app: 'dummy' })).to.equal(st.status.items.done);
+    expect(sampleValue(samples, 'jupiter_items_done_total', { app: 'dummy' })).to.equal(st.status.sink.delivered);
+    for (const t of st.status.tasks) {
+      expect(sampleValue(samples, 'jupiter_items_processed_total', { app: 'dummy', task: t.task, node: st.mapping.mapping[t.task]! }), t.task).to.equal(t.processed);
+      expect(sampleValue(samples, 'jupiter_queue_depth', { app: 'dummy', task: t.task, state: 'waiting' }), t.task).to.equal(0);
+    }
   });
 
   it('streams more items with `jupiter submit --wait`', async () => {

@@ -1,0 +1,19 @@
+// Whether a process still runs. A zombie (exited, not yet reaped by its parent) counts as gone:
+// where PID 1 reaps slowly, waiting for zombies would stretch every stop to its full grace time.
+import { readFileSync } from 'node:fs';
+
+export function isAlive(pid: number | null | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses, so split at the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true; // no /proc (not Linux): kill(0) said it exists
+  }
+}

@@ -3,6 +3,8 @@
 // a hub process with the aedes MQTT broker, telemetry bridge and dashboard, and one agent per
 // local node). They outlive the CLI so a deployment keeps streaming; `jupiter stack down` stops them.
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { maskUrl } from '../../config/cluster/mask.js';
 import type { ClusterConfig } from '../../config/types.js';
 import { runtimeError } from '../../config/errors.js';
 import type { Progress } from '../progress.js';
@@ -14,6 +16,9 @@ import { spawnDetached } from './detached.js';
 
 import type { StackEndpoints } from './endpoints.js';
 
+/** Environment variable that hands the hub its Redis URL (kept out of the process list). */
+export const HUB_REDIS_ENV = 'JUPITER_HUB_REDIS_URL';
+
 async function ensureRedis(dir: string, state: StackState, progress: Progress): Promise<boolean> {
   if (state.redis && isAlive(state.redis.pid)) {
     try {
@@ -24,9 +29,12 @@ async function ensureRedis(dir: string, state: StackState, progress: Progress): 
     }
   }
   await withStep(progress, 'Starting private Redis', async (step) => {
-    const server = await new RedisServer({ dir: join(dir, 'redis'), appendOnly: true, detached: true }).start();
+    // A fresh random password: other local users cannot use the private Redis. The URL holding
+    // it lives only in stack.json (mode 0600, folder 0700) and in the environment of our processes.
+    const password = randomBytes(18).toString('hex');
+    const server = await new RedisServer({ dir: join(dir, 'redis'), appendOnly: true, detached: true, password }).start();
     state.redis = { pid: server.pid ?? 0, url: server.url, port: server.port, startedAt: Date.now() };
-    step.update(server.url);
+    step.update(maskUrl(server.url));
   });
   return true;
 }
@@ -49,9 +57,11 @@ async function ensureHub(dir: string, cluster: ClusterConfig, redisUrl: string, 
   if (state.hub && isAlive(state.hub.pid)) return false;
   await withStep(progress, 'Starting hub (MQTT broker, telemetry, dashboard)', async (step) => {
     const [mqttPort, wsPort, httpPort] = [await freePort(), await freePort(), await freePort()];
-    const args = ['stack', 'hub', '--redis', redisUrl, '--http-port', String(httpPort)];
+    const args = ['stack', 'hub', '--http-port', String(httpPort)];
     if (!cluster.mqtt.url) args.push('--mqtt-port', String(mqttPort), '--ws-port', String(wsPort));
-    const pid = spawnDetached(dir, 'hub', args);
+    // The URL (maybe with a password) goes through the environment: any local user can read a
+    // process's arguments (ps, /proc/<pid>/cmdline), only its owner its environment.
+    const pid = spawnDetached(dir, 'hub', args, { [HUB_REDIS_ENV]: redisUrl });
     const httpUrl = `http://127.0.0.1:${httpPort}`;
     await waitHttp(`${httpUrl}/healthz`, 15_000);
     state.hub = {
@@ -74,7 +84,8 @@ async function ensureAgents(dir: string, cluster: ClusterConfig, redisUrl: strin
     for (const node of missing) {
       const port = node.agent?.port ?? (await freePort());
       const listen = `${node.agent?.host ?? '127.0.0.1'}:${port}`;
-      const pid = spawnDetached(dir, `agent-${node.name}`, ['agent', '--node', node.name, '--listen', listen, '--redis', redisUrl]);
+      // The Redis URL (with its password) goes through the environment, not the argument list.
+      const pid = spawnDetached(dir, `agent-${node.name}`, ['agent', '--node', node.name, '--listen', listen], { JUPITER_REDIS_URL: redisUrl });
       state.agents![node.name] = { pid, listen, startedAt: Date.now() };
     }
   });

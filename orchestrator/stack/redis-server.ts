@@ -5,6 +5,7 @@ import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { runtimeError } from '../../config/errors.js';
+import { maskUrl } from '../../config/cluster/mask.js';
 import { freePort } from './free-port.js';
 
 export interface RedisServerOptions {
@@ -41,22 +42,27 @@ export class RedisServer {
   async start(timeoutMs = 10_000): Promise<this> {
     this.port = this.opts.port ?? (await freePort());
     mkdirSync(this.opts.dir, { recursive: true });
-    const args = [
-      '--port', String(this.port),
-      '--bind', this.opts.bind ?? '127.0.0.1',
-      '--dir', this.opts.dir,
-      '--save', '',
-      '--appendonly', this.opts.appendOnly ? 'yes' : 'no',
-      '--appendfsync', 'everysec',
-      '--maxmemory-policy', 'noeviction',
-      '--daemonize', 'no',
-    ];
-    if (this.opts.password) args.push('--requirepass', this.opts.password);
+    // The configuration goes in on stdin (`redis-server -`), so a password never shows in the
+    // process list; values are quoted for paths with spaces.
+    const q = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+    const conf = [
+      `port ${this.port}`,
+      `bind ${this.opts.bind ?? '127.0.0.1'}`,
+      `dir ${q(this.opts.dir)}`,
+      'save ""',
+      `appendonly ${this.opts.appendOnly ? 'yes' : 'no'}`,
+      'appendfsync everysec',
+      'maxmemory-policy noeviction',
+      'daemonize no',
+      ...(this.opts.password ? [`requirepass ${q(this.opts.password)}`] : []),
+    ].join('\n');
     const log = openSync(join(this.opts.dir, 'redis.log'), 'a');
-    const child = spawn(this.opts.binary ?? 'redis-server', args, {
-      stdio: ['ignore', log, log],
+    const child = spawn(this.opts.binary ?? 'redis-server', ['-'], {
+      stdio: ['pipe', log, log],
       detached: this.opts.detached ?? false,
     });
+    child.stdin?.on('error', () => undefined); // a server that failed to start closes it early
+    child.stdin?.end(`${conf}\n`);
     closeSync(log);
     this.child = child;
     const failed = new Promise<never>((_, reject) => {
@@ -95,7 +101,9 @@ export async function waitForRedis(url: string, timeoutMs: number): Promise<void
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-    client.on('error', () => undefined);
+    // The 'error' event carries the reason (ECONNREFUSED, WRONGPASS); connect() only says closed.
+    let reason: Error | undefined;
+    client.on('error', (e: Error) => (reason = e));
     try {
       await client.connect();
       await client.ping();
@@ -103,7 +111,12 @@ export async function waitForRedis(url: string, timeoutMs: number): Promise<void
       return;
     } catch (e) {
       client.disconnect();
-      if (Date.now() > deadline) throw runtimeError(`Redis at ${url.replace(/\/\/:[^@]*@/, '//***@')} is not reachable: ${(e as Error).message}`);
+      const why = reason ?? (e as Error);
+      // Wrong credentials do not get better by waiting.
+      const denied = /WRONGPASS|NOAUTH|NOPERM/.test(why.message);
+      if (denied || Date.now() > deadline) {
+        throw runtimeError(`Redis at ${maskUrl(url)} ${denied ? 'refused the credentials' : 'is not reachable'}: ${why.message}`, {}, why);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   }

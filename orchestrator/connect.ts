@@ -37,7 +37,9 @@ export async function openRedis(url: string, name = 'jupiter:cli'): Promise<Redi
   try {
     await waitForRedis(url, 3000);
   } catch (e) {
-    throw runtimeError(`cannot connect to Redis at ${maskUrl(url)}`, { hint: 'check --redis / JUPITER_REDIS_URL, or start the stack' }, e);
+    // The reason tells an unreachable server from a refused password (WRONGPASS, NOAUTH).
+    const why = ((e as { cause?: unknown }).cause as Error | undefined)?.message;
+    throw runtimeError(`cannot connect to Redis at ${maskUrl(url)}${why ? `: ${why}` : ''}`, { hint: 'check --redis / JUPITER_REDIS_URL, or start the stack' }, e);
   }
   return connectRedis(url, { name, failFast: true });
 }

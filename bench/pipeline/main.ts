@@ -4,43 +4,97 @@
 //   throughput: N items submitted at once (open loop), items/s from first submit to last done
 //   per-hop latency: items sent one at a time (closed loop), next stage's start - previous
 //   stage's finish (ours: from the runtime records; raw: processor start - add time)
-import { execFileSync, fork } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+// The machine is shared, so every variant runs BENCH_ROUNDS times, interleaved, and the report
+// gives medians; the ratio is the median of the per-round ratios (raw and ours measured side by
+// side). CPU per item is read from /proc for each process (and from Redis' INFO), which shows
+// where the time goes independently of how busy the machine is.
+// Environment: BENCH_ITEMS (10000), BENCH_LATENCY_ITEMS (300), BENCH_ROUNDS (3),
+// BENCH_CONCURRENCY (runner concurrency; default: the pipeline default), BENCH_ONLY=ours,
+// BENCH_PROFILE=<dir> (CPU profiles of the runners), BENCH_RESULTS=<file> (JSON, default
+// bench/results/pipeline.json).
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { loadApp } from '../../config/app/load.js';
-import type { ClusterConfig } from '../../config/types.js';
+import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import {
-  appKeys, configureApp, connectRedis, nowMs, percentile, ProcessRuntime, submitItems, teardownAppKeys, waitForItems,
+  appKeys, configureApp, connectRedis, itemResults, nowMs, percentile, ProcessRuntime, submitItems, teardownAppKeys,
 } from '../../circe/index.js';
 
 const N = Number(process.env.BENCH_ITEMS ?? 10_000);
 const LAT_N = Number(process.env.BENCH_LATENCY_ITEMS ?? 300);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const ONLY_OURS = process.env.BENCH_ONLY === 'ours';
 const PAYLOAD = Buffer.alloc(100, 'p');
 const PREFIX = 'bench:';
+const here = dirname(fileURLToPath(import.meta.url));
 const log = (m: string): void => {
   process.stderr.write(`${m}\n`);
 };
-const stats = (xs: number[]): { p50: number; p99: number } => {
+
+interface Lat {
+  p50: number;
+  p99: number;
+}
+const stats = (xs: number[]): Lat => {
   const s = [...xs].sort((a, b) => a - b);
   return { p50: percentile(s, 50) ?? NaN, p99: percentile(s, 99) ?? NaN };
 };
+const median = (xs: number[]): number => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Redis main-thread time and command calls per item since the last RESETSTAT (scripts include their inner commands). */
-async function redisCost(redis: Redis, items: number): Promise<{ usPerItem: number; callsPerItem: number; top: string }> {
+/** CPU time (user + system) of a process in µs, from /proc (Linux; NaN elsewhere). */
+function cpuUs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields 14 and 15 (utime, stime) in clock ticks; f[0] is field 3
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU per item (µs) of named processes over one measured run. */
+class CpuMeter {
+  private start = new Map<string, number>();
+  constructor(private readonly pids: () => Map<string, number | undefined>) {}
+  begin(): void {
+    this.start = new Map([...this.pids()].map(([k, pid]) => [k, k === 'driver' ? this.self() : cpuUs(pid)]));
+  }
+  private self(): number {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  }
+  end(items: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [k, pid] of this.pids()) out[k] = ((k === 'driver' ? this.self() : cpuUs(pid)) - (this.start.get(k) ?? NaN)) / items;
+    return out;
+  }
+}
+
+/** Redis commands per item since the last RESETSTAT (commands inside scripts count too). */
+async function redisCalls(redis: Redis, items: number): Promise<{ scripts: number; scriptUs: number; commands: number; top: string }> {
   const cs = await redis.info('commandstats');
   const rows = [...cs.matchAll(/cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/g)].map((m) => ({ cmd: m[1]!, calls: Number(m[2]) / items, us: Number(m[3]) / items }));
-  const top = rows.filter((r) => r.cmd === 'evalsha' || r.cmd === 'eval').concat(rows.filter((r) => r.cmd !== 'evalsha' && r.cmd !== 'eval').sort((a, b) => b.us - a.us).slice(0, 6));
-  const inner = new Set(['evalsha', 'eval', 'info', 'config|resetstat']);
-  // Commands run inside scripts are counted both in the script's time and on their own line.
+  const isScript = (r: { cmd: string }): boolean => r.cmd === 'evalsha' || r.cmd === 'eval';
+  const ignore = new Set(['evalsha', 'eval', 'info', 'config|resetstat']);
+  const inner = rows.filter((r) => !ignore.has(r.cmd)).sort((a, b) => b.calls - a.calls);
   return {
-    usPerItem: rows.filter((r) => r.cmd === 'evalsha' || r.cmd === 'eval').reduce((a, r) => a + r.us, 0),
-    callsPerItem: rows.filter((r) => !inner.has(r.cmd)).reduce((a, r) => a + r.calls, 0),
-    top: top.map((r) => `${r.cmd} ${r.calls.toFixed(1)}x ${r.us.toFixed(0)}µs`).join(', '),
+    scripts: rows.filter(isScript).reduce((a, r) => a + r.calls, 0),
+    scriptUs: rows.filter(isScript).reduce((a, r) => a + r.us, 0),
+    commands: inner.reduce((a, r) => a + r.calls, 0),
+    top: inner.slice(0, 8).map((r) => `${r.cmd} ${r.calls.toFixed(1)}`).join(', '),
   };
 }
 
@@ -68,144 +122,233 @@ function makeApp(root: string): string {
   return dir;
 }
 
-async function benchOurs(url: string, root: string): Promise<{ throughput: number; hop: { p50: number; p99: number } }> {
-  const app = await loadApp(makeApp(root));
-  const redis = connectRedis(url);
-  const cluster = { stateDir: join(root, '.jupiter') } as ClusterConfig;
-  const runtime = new ProcessRuntime({ runsDir: join(root, 'runs') });
-  try {
-    await configureApp(redis, PREFIX, app.name, { concurrency: Number(process.env.BENCH_CONCURRENCY ?? 1) });
-    const specs = ['s1', 's2', 's3', 'home'].map((task) => ({ app: app.name, task, node: 'local', runId: 'bench', redisUrl: url, redisPrefix: PREFIX }));
-    await runtime.prepare(app, cluster);
-    if (process.env.BENCH_PROFILE) process.env.JUPITER_RUNNER_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE}`;
-    await runtime.start(app, specs, cluster);
-    const inDir = join(root, 'in');
+interface Run {
+  throughput: number;
+  cpu: Record<string, number>;
+  redis?: { scripts: number; scriptUs: number; commands: number; top: string };
+}
+
+/** Jupiter: the app deployed once with the process runtime; each round streams N new items. */
+class Ours {
+  private readonly redis: Redis;
+  private readonly runtime: ProcessRuntime;
+  private readonly cluster: ClusterConfig;
+  private app!: AppSpec;
+  private files: string[] = [];
+  private next = 0;
+  private pids = new Map<string, number | undefined>();
+  private meter!: CpuMeter;
+  concurrency = NaN;
+
+  constructor(private readonly url: string, private readonly root: string, private readonly redisPid: () => number | undefined) {
+    this.redis = connectRedis(url);
+    this.cluster = { stateDir: join(root, '.jupiter') } as ClusterConfig;
+    this.runtime = new ProcessRuntime({ runsDir: join(root, 'runs') });
+  }
+
+  async start(): Promise<void> {
+    this.app = await loadApp(makeApp(this.root));
+    const c = process.env.BENCH_CONCURRENCY;
+    const s = await configureApp(this.redis, PREFIX, this.app.name, c ? { concurrency: Number(c) } : {});
+    this.concurrency = s.concurrency;
+    const specs = ['s1', 's2', 's3', 'home'].map((task) => ({ app: this.app.name, task, node: 'local', runId: 'bench', redisUrl: this.url, redisPrefix: PREFIX }));
+    await this.runtime.prepare(this.app, this.cluster);
+    if (process.env.BENCH_PROFILE) process.env.JUPITER_RUNNER_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${resolve(process.env.BENCH_PROFILE)}`;
+    const handles = await this.runtime.start(this.app, specs, this.cluster);
+    this.pids = new Map([...handles.map((h) => [h.task === 'home' ? 'sink' : h.task, Number(h.id)] as const), ['redis', this.redisPid()], ['driver', process.pid]]);
+    this.meter = new CpuMeter(() => this.pids);
+    const inDir = join(this.root, 'in');
     mkdirSync(inDir);
-    const files = Array.from({ length: N + LAT_N + 20 }, (_, i) => {
+    this.files = Array.from({ length: 20 + ROUNDS * (N + LAT_N) }, (_, i) => {
       const p = join(inDir, `${i}.bin`);
       writeFileSync(p, PAYLOAD);
       return p;
     });
-    // warm-up
-    const warm = await submitItems(redis, PREFIX, app, files.slice(0, 20));
-    await waitForItems(redis, PREFIX, app.name, warm.map((i) => i.item));
+    await this.stream(20, 60_000); // warm-up
+  }
 
-    log(`ours: ${N} items through 3 runner processes ...`);
-    await redis.config('RESETSTAT');
+  private take(n: number): string[] {
+    this.next += n;
+    return this.files.slice(this.next - n, this.next);
+  }
+
+  /**
+   * Submit n items and wait until the pipeline has finished them all. Waiting polls the
+   * finished-items counter (one HGET), not every item's record, so that the poller adds no
+   * load; every item's outcome is checked once afterwards.
+   */
+  private async stream(n: number, timeoutMs: number): Promise<string[]> {
+    const k = appKeys(PREFIX, this.app.name);
+    const before = Number((await this.redis.hget(k.stats, 'items:done')) ?? 0);
+    const items = await submitItems(this.redis, PREFIX, this.app, this.take(n));
+    const deadline = Date.now() + timeoutMs;
+    while (Number((await this.redis.hget(k.stats, 'items:done')) ?? 0) < before + n) {
+      if (Date.now() > deadline) throw new Error(`ours: items did not finish within ${timeoutMs} ms`);
+      await sleep(n === 1 ? 0 : 20);
+    }
+    return items.map((i) => i.item);
+  }
+
+  async throughput(): Promise<Run> {
+    await this.redis.config('RESETSTAT');
+    this.meter.begin();
     const t0 = performance.now();
-    const items = await submitItems(redis, PREFIX, app, files.slice(20, 20 + N));
-    await waitForItems(redis, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 300_000, pollMs: 50 });
+    const items = await this.stream(N, 600_000);
     const throughput = N / ((performance.now() - t0) / 1000);
-    log(`ours: Redis per item: ${(await redisCost(redis, N)).top}`);
+    const cpu = this.meter.end(N);
+    const redis = await redisCalls(this.redis, N);
+    const res = await itemResults(this.redis, PREFIX, this.app.name, items);
+    const bad = res.filter((r) => !r.done || r.failed || r.outputs.length !== 1);
+    if (bad.length) throw new Error(`ours: ${bad.length} item(s) not delivered exactly once, e.g. ${JSON.stringify(bad[0])}`);
+    return { throughput, cpu, redis };
+  }
 
-    log(`ours: ${LAT_N} items one at a time for latency ...`);
+  async latency(): Promise<Lat> {
     const hops: number[] = [];
-    const k = appKeys(PREFIX, app.name);
-    for (const f of files.slice(20 + N)) {
-      const [it] = await submitItems(redis, PREFIX, app, [f]);
-      await waitForItems(redis, PREFIX, app.name, [it!.item], { pollMs: 1 });
-      const rt = await redis.hgetall(k.rt(it!.item));
+    const k = appKeys(PREFIX, this.app.name);
+    for (let i = 0; i < LAT_N; i++) {
+      const [item] = await this.stream(1, 30_000);
+      const rt = await this.redis.hgetall(k.rt(item!));
       for (const [a, b] of [['s1', 's2'], ['s2', 's3']]) hops.push(Number(rt[`${b}|start`]) - Number(rt[`${a}|finish`]));
     }
-    return { throughput, hop: stats(hops) };
-  } finally {
-    await runtime.teardown(app.name, cluster);
-    await teardownAppKeys(redis, PREFIX, app.name);
-    await redis.quit();
+    return stats(hops);
+  }
+
+  async stop(): Promise<void> {
+    await this.runtime.teardown(this.app.name, this.cluster).catch(() => undefined);
+    await teardownAppKeys(this.redis, PREFIX, this.app.name).catch(() => undefined);
+    await this.redis.quit();
   }
 }
 
-async function benchRaw(url: string): Promise<{ throughput: number; hop: { p50: number; p99: number } }> {
-  const conns: Redis[] = [];
-  const conn = (): Redis => {
-    const r = new Redis(url, { maxRetriesPerRequest: null });
-    conns.push(r);
-    return r;
-  };
-  const names = ['r1', 'r2', 'r3'];
-  const queues = names.map((n) => new Queue(n, { connection: conn(), prefix: 'rawbench' }));
-  const opts = { removeOnComplete: true, removeOnFail: 1000 };
-  let done = 0;
-  let target = 0;
-  let onDone: (() => void) | undefined;
-  const hops: number[] = [];
-  let recordHops = false;
-  const workers = names.map((n, i) => new Worker(n, async (job) => {
-    const now = nowMs();
-    if (recordHops && i > 0) hops.push(now - (job.data as { t: number }).t);
-    if (i < names.length - 1) await queues[i + 1]!.add('j', { p: (job.data as { p: string }).p, t: nowMs() }, opts);
-    else if (++done >= target) onDone?.();
-  }, { connection: conn(), prefix: 'rawbench', concurrency: 1 }));
-  const run = async (count: number, sequential: boolean): Promise<number> => {
-    done = 0;
-    target = sequential ? 1 : count;
+/** The raw chain in this process: three BullMQ workers at concurrency 1 passing the payload on. */
+class RawInProcess {
+  private readonly conns: Redis[] = [];
+  private readonly queues: Queue[];
+  private readonly workers: Worker[];
+  private done = 0;
+  private target = 0;
+  private onDone?: () => void;
+  private hops: number[] = [];
+  private recordHops = false;
+  private readonly meter: CpuMeter;
+
+  constructor(url: string, redisPid: () => number | undefined) {
+    const conn = (): Redis => {
+      const r = new Redis(url, { maxRetriesPerRequest: null });
+      this.conns.push(r);
+      return r;
+    };
+    const names = ['r1', 'r2', 'r3'];
+    const opts = { removeOnComplete: true, removeOnFail: 1000 };
+    this.queues = names.map((n) => new Queue(n, { connection: conn(), prefix: 'rawbench' }));
+    this.workers = names.map((n, i) => new Worker(n, async (job) => {
+      const now = nowMs();
+      if (this.recordHops && i > 0) this.hops.push(now - (job.data as { t: number }).t);
+      if (i < names.length - 1) await this.queues[i + 1]!.add('j', { p: (job.data as { p: string }).p, t: nowMs() }, opts);
+      else if (++this.done >= this.target) this.onDone?.();
+    }, { connection: conn(), prefix: 'rawbench', concurrency: 1 }));
+    this.meter = new CpuMeter(() => new Map([['driver', process.pid], ['redis', redisPid()]]));
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.waitUntilReady()));
+    await this.run(20, false);
+  }
+
+  private async run(count: number, sequential: boolean): Promise<number> {
+    const opts = { removeOnComplete: true, removeOnFail: 1000 };
+    this.done = 0;
+    this.target = sequential ? 1 : count;
     const t0 = performance.now();
     if (sequential) {
       for (let i = 0; i < count; i++) {
-        done = 0;
-        const p = new Promise<void>((r) => (onDone = r));
-        await queues[0]!.add('j', { p: PAYLOAD.toString(), t: Date.now() }, opts);
+        this.done = 0;
+        const p = new Promise<void>((r) => (this.onDone = r));
+        await this.queues[0]!.add('j', { p: PAYLOAD.toString(), t: Date.now() }, opts);
         await p;
       }
     } else {
-      const p = new Promise<void>((r) => (onDone = r));
+      const p = new Promise<void>((r) => (this.onDone = r));
       // Same batching as Jupiter's source (100 items per round trip).
       for (let i = 0; i < count; i += 100) {
         const n = Math.min(100, count - i);
-        await queues[0]!.addBulk(Array.from({ length: n }, () => ({ name: 'j', data: { p: PAYLOAD.toString(), t: Date.now() }, opts })));
+        await this.queues[0]!.addBulk(Array.from({ length: n }, () => ({ name: 'j', data: { p: PAYLOAD.toString(), t: Date.now() }, opts })));
       }
       await p;
     }
     return performance.now() - t0;
-  };
-  try {
-    await Promise.all(workers.map((w) => w.waitUntilReady()));
-    await run(20, false);
-    log(`raw BullMQ: ${N} items through a chain of 3 queues ...`);
-    await conns[0]!.config('RESETSTAT');
-    const ms = await run(N, false);
-    log(`raw: Redis per item: ${(await redisCost(conns[0]!, N)).top}`);
-    recordHops = true;
-    await run(LAT_N, true);
-    return { throughput: N / (ms / 1000), hop: stats(hops) };
-  } finally {
-    await Promise.all(workers.map((w) => w.close()));
-    await Promise.all(queues.map((q) => q.close()));
-    await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
+  }
+
+  async throughput(): Promise<Run> {
+    await this.conns[0]!.config('RESETSTAT');
+    this.meter.begin();
+    const ms = await this.run(N, false);
+    const cpu = this.meter.end(N);
+    return { throughput: N / (ms / 1000), cpu, redis: await redisCalls(this.conns[0]!, N) };
+  }
+
+  async latency(): Promise<Lat> {
+    this.hops = [];
+    this.recordHops = true;
+    await this.run(LAT_N, true);
+    this.recordHops = false;
+    return stats(this.hops);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.close()));
+    await Promise.all(this.queues.map((q) => q.close()));
+    await Promise.all(this.conns.map((c) => c.quit().catch(() => undefined)));
   }
 }
 
 /** The raw chain with each stage in its own process, like Jupiter's runners. */
-async function benchRawProcesses(url: string): Promise<number> {
-  const script = join(dirname(fileURLToPath(import.meta.url)), 'raw-stage.js');
-  const kids = [0, 1, 2].map((i) => fork(script, [url, String(i), '3'], { stdio: 'ignore' }));
-  const q = new Queue('r1', { connection: new Redis(url, { maxRetriesPerRequest: null }), prefix: 'rawproc' });
-  try {
-    await Promise.all(kids.map((k) => new Promise((r) => k.once('message', r))));
-    let seen = 0;
-    let wake: (() => void) | undefined;
-    kids[2]!.on('message', (n: unknown) => {
-      if (typeof n === 'number') seen = n;
-      wake?.();
+class RawProcesses {
+  private readonly kids: ChildProcess[];
+  private readonly q: Queue;
+  private readonly conn: Redis;
+  private seen = 0;
+  private wake?: () => void;
+  private readonly meter: CpuMeter;
+
+  constructor(url: string, redisPid: () => number | undefined) {
+    this.kids = [0, 1, 2].map((i) => fork(join(here, 'raw-stage.js'), [url, String(i), '3'], { stdio: 'ignore' }));
+    this.conn = new Redis(url, { maxRetriesPerRequest: null });
+    this.q = new Queue('r1', { connection: this.conn, prefix: 'rawproc' });
+    this.meter = new CpuMeter(() => new Map<string, number | undefined>([...this.kids.map((k, i) => [`r${i + 1}`, k.pid] as const), ['redis', redisPid()], ['driver', process.pid]]));
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.kids.map((k) => new Promise((r) => k.once('message', r))));
+    this.kids[2]!.on('message', (n: unknown) => {
+      if (typeof n === 'number') this.seen = n;
+      this.wake?.();
     });
-    const run = async (count: number): Promise<number> => {
-      const target = seen + count;
-      const t0 = performance.now();
-      for (let i = 0; i < count; i += 100) {
-        const n = Math.min(100, count - i);
-        await q.addBulk(Array.from({ length: n }, () => ({ name: 'j', data: { p: PAYLOAD.toString(), t: Date.now() }, opts: { removeOnComplete: true } })));
-      }
-      while (seen < target) await new Promise<void>((r) => (wake = r));
-      return performance.now() - t0;
-    };
-    await run(20);
-    log(`raw BullMQ, one process per stage: ${N} items ...`);
-    const ms = await run(N);
-    return N / (ms / 1000);
-  } finally {
-    kids.forEach((k) => k.kill('SIGTERM'));
-    await q.close();
-    await (q.opts.connection as Redis).quit?.().catch(() => undefined);
+    await this.run(20);
+  }
+
+  private async run(count: number): Promise<number> {
+    const target = this.seen + count;
+    const t0 = performance.now();
+    for (let i = 0; i < count; i += 100) {
+      const n = Math.min(100, count - i);
+      await this.q.addBulk(Array.from({ length: n }, () => ({ name: 'j', data: { p: PAYLOAD.toString(), t: Date.now() }, opts: { removeOnComplete: true } })));
+    }
+    while (this.seen < target) await new Promise<void>((r) => (this.wake = r));
+    return performance.now() - t0;
+  }
+
+  async throughput(): Promise<Run> {
+    this.meter.begin();
+    const ms = await this.run(N);
+    return { throughput: N / (ms / 1000), cpu: this.meter.end(N) };
+  }
+
+  async stop(): Promise<void> {
+    this.kids.forEach((k) => k.kill('SIGTERM'));
+    await this.q.close();
+    await this.conn.quit().catch(() => undefined);
   }
 }
 
@@ -217,26 +360,75 @@ function redisBenchmark(port: number): { rps: number; p50Ms: number } {
   return { rps, p50Ms: Number.isFinite(p50) ? p50 : 1000 / rps };
 }
 
+const cpuLine = (cpu: Record<string, number>): string =>
+  Object.entries(cpu).map(([k, us]) => `${k} ${us.toFixed(0)}`).join(', ') + `  (total ${Object.values(cpu).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0).toFixed(0)} µs/item)`;
+
+function medianCpu(runs: Run[]): Record<string, number> {
+  const keys = Object.keys(runs[0]?.cpu ?? {});
+  return Object.fromEntries(keys.map((k) => [k, median(runs.map((r) => r.cpu[k]!))]));
+}
+
 async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'jupiter-bench-'));
   const server = await new RedisServer({ dir: join(root, 'redis') }).start();
+  const redisPid = (): number | undefined => server.pid;
+  const raw = ONLY_OURS ? undefined : new RawInProcess(server.url, redisPid);
+  const rawProc = ONLY_OURS ? undefined : new RawProcesses(server.url, redisPid);
+  const ours = new Ours(server.url, root, redisPid);
+  const rounds: Array<{ raw?: Run; rawProc?: Run; ours: Run; ratio: number; ratioProc: number }> = [];
   try {
     const rb = redisBenchmark(server.port);
-    const only = process.env.BENCH_ONLY === 'ours';
-    const raw = only ? { throughput: NaN, hop: { p50: NaN, p99: NaN } } : await benchRaw(server.url);
-    const rawProc = only ? NaN : await benchRawProcesses(server.url);
-    const ours = await benchOurs(server.url, root);
+    await raw?.start();
+    await rawProc?.start();
+    await ours.start();
+    for (let r = 1; r <= ROUNDS; r++) {
+      log(`round ${r}/${ROUNDS}: raw BullMQ in one process, raw BullMQ one process per stage, Jupiter (${N} items each) ...`);
+      const a = await raw?.throughput();
+      const b = await rawProc?.throughput();
+      const c = await ours.throughput();
+      rounds.push({ raw: a, rawProc: b, ours: c, ratio: c.throughput / (a?.throughput ?? NaN), ratioProc: c.throughput / (b?.throughput ?? NaN) });
+      log(`  raw ${a?.throughput.toFixed(0) ?? '-'}/s, raw per process ${b?.throughput.toFixed(0) ?? '-'}/s, Jupiter ${c.throughput.toFixed(0)}/s (load ${loadavg()[0]!.toFixed(1)})`);
+      log(`  Jupiter CPU µs/item: ${cpuLine(c.cpu)}; Redis per item: ${c.redis!.scripts.toFixed(1)} scripts (${c.redis!.scriptUs.toFixed(0)} µs), ${c.redis!.commands.toFixed(0)} commands (${c.redis!.top})`);
+    }
+    log(`latency: ${LAT_N} items one at a time ...`);
+    const rawLat = (await raw?.latency()) ?? { p50: NaN, p99: NaN };
+    const ourLat = await ours.latency();
+
+    const tp = (k: 'raw' | 'rawProc' | 'ours'): number => median(rounds.map((x) => x[k]?.throughput ?? NaN));
+    const ratio = median(rounds.map((x) => x.ratio));
+    const ratioProc = median(rounds.map((x) => x.ratioProc));
     const f = (x: number, d = 2): string => x.toFixed(d);
-    console.log(`\nbench:pipeline  (${N} items, 100-byte payload, 3 stages, one Redis on loopback)`);
+    const ourRuns = rounds.map((x) => x.ours);
+    console.log(`\nbench:pipeline  (${N} items, 100-byte payload, 3 stages, one Redis on loopback; medians of ${ROUNDS} rounds; runner concurrency ${ours.concurrency}; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)})`);
     console.log(`  redis-benchmark PING, 1 client   ${f(rb.rps, 0)} req/s, round trip p50 ${f(rb.p50Ms, 3)} ms`);
-    console.log(`  raw BullMQ chain                 ${f(raw.throughput, 0)} items/s, hop p50 ${f(raw.hop.p50)} ms, p99 ${f(raw.hop.p99)} ms (in-process)`);
-    console.log(`  raw BullMQ, process per stage    ${f(rawProc, 0)} items/s`);
-    console.log(`  Jupiter (process runtime)        ${f(ours.throughput, 0)} items/s, hop p50 ${f(ours.hop.p50)} ms, p99 ${f(ours.hop.p99)} ms`);
-    const ratio = ours.throughput / raw.throughput;
-    console.log(`  throughput ratio Jupiter/raw     ${f(ratio)}  (target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'})`);
-    console.log(`  ratio Jupiter/raw process-per-stage ${f(ours.throughput / rawProc)}`);
-    console.log(`  hop p50 Jupiter/raw              ${f(ours.hop.p50 / raw.hop.p50)}x;  = ${f(ours.hop.p50 / rb.p50Ms, 0)} Redis round trips  (target p50 < 2 ms: ${ours.hop.p50 < 2 ? 'met' : 'NOT met'})`);
+    console.log(`  raw BullMQ chain                 ${f(tp('raw'), 0)} items/s, hop p50 ${f(rawLat.p50)} ms, p99 ${f(rawLat.p99)} ms (in-process)`);
+    console.log(`  raw BullMQ, process per stage    ${f(tp('rawProc'), 0)} items/s`);
+    console.log(`  Jupiter (process runtime)        ${f(tp('ours'), 0)} items/s, hop p50 ${f(ourLat.p50)} ms, p99 ${f(ourLat.p99)} ms`);
+    console.log(`  throughput ratio Jupiter/raw     ${f(ratio)}  (per round: ${rounds.map((x) => f(x.ratio)).join(', ')}; target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'})`);
+    console.log(`  ratio Jupiter/raw process-per-stage ${f(ratioProc)}`);
+    console.log(`  hop p50 Jupiter/raw              ${f(ourLat.p50 / rawLat.p50)}x;  = ${f(ourLat.p50 / rb.p50Ms, 0)} Redis round trips  (target p50 < 2 ms: ${ourLat.p50 < 2 ? 'met' : 'NOT met'})`);
+    console.log(`  CPU µs per item, Jupiter         ${cpuLine(medianCpu(ourRuns))}`);
+    if (raw) console.log(`  CPU µs per item, raw in-process  ${cpuLine(medianCpu(rounds.map((x) => x.raw!)))}`);
+    if (rawProc) console.log(`  CPU µs per item, raw per process ${cpuLine(medianCpu(rounds.map((x) => x.rawProc!)))}`);
+    const rs = ourRuns[ourRuns.length - 1]!.redis!;
+    const rr = rounds[rounds.length - 1]?.raw?.redis;
+    console.log(`  Redis per item, Jupiter          ${f(rs.scripts, 1)} scripts taking ${f(rs.scriptUs, 0)} µs, ${f(rs.commands, 0)} commands` + (rr ? `; raw: ${f(rr.scripts, 1)} scripts taking ${f(rr.scriptUs, 0)} µs, ${f(rr.commands, 0)} commands` : ''));
+    const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', 'pipeline.json');
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({
+      bench: 'pipeline', at: new Date().toISOString(), items: N, latencyItems: LAT_N, rounds: ROUNDS, payloadBytes: PAYLOAD.length,
+      concurrency: ours.concurrency, cpus: cpus().length, loadavg: loadavg(), node: process.version,
+      redisBenchmark: rb,
+      median: { rawItemsPerSec: tp('raw'), rawProcessItemsPerSec: tp('rawProc'), oursItemsPerSec: tp('ours'), ratio, ratioProcess: ratioProc },
+      hop: { raw: rawLat, ours: ourLat },
+      cpuUsPerItem: { ours: medianCpu(ourRuns), raw: raw ? medianCpu(rounds.map((x) => x.raw!)) : null, rawProcess: rawProc ? medianCpu(rounds.map((x) => x.rawProc!)) : null },
+      perRound: rounds,
+    }, null, 2)}\n`);
+    log(`results: ${out}`);
   } finally {
+    await raw?.stop().catch(() => undefined);
+    await rawProc?.stop().catch(() => undefined);
+    await ours.stop().catch(() => undefined);
     await server.stop();
     rmSync(root, { recursive: true, force: true });
   }

@@ -15,6 +15,7 @@ import { jobPrefix, type ItemJob } from '../queue/naming.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { execOrThrow } from '../queue/transport.js';
+import { PREFETCH } from '../runner/task-runner.js';
 
 export interface SinkOptions {
   app: string;
@@ -57,7 +58,9 @@ export class Sink {
     s.worker = new Worker<ItemJob>(SINK_QUEUE, (job) => s.process(job), {
       connection: s.workerRedis,
       prefix: s.keys.queuePrefix,
-      concurrency: Math.max(1, s.settings.concurrency),
+      // Delivery is deduplicated per (item, output name), so order does not matter here: the sink
+      // takes as many jobs at once as a runner may hold, and never becomes the bottleneck.
+      concurrency: Math.max(1, s.settings.concurrency) + PREFETCH,
       lockDuration: s.settings.lockMs,
       stalledInterval: Math.min(s.settings.lockMs, 30_000),
       maxStalledCount: 3,

@@ -1,8 +1,10 @@
 // The home's source: puts files into the entry tasks' queues as new stream items.
-// Back-pressure: before each batch it looks at the depth of every task queue of the app, sends
-// no more than the room left under `queueCap` in the fullest one, and waits while there is none,
+// Back-pressure: before each batch it looks at the depth of every task queue of the app (counting
+// what waits upstream of it), sends no more than the room left under `queueCap` in the fullest
+// one, and waits while there is none,
 // so a slow task slows the source instead of letting Redis grow without bound.
-import { readFile, stat } from 'node:fs/promises';
+import { readFileSync, statSync, type Stats } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -29,15 +31,45 @@ export interface SubmittedItem {
   enteredAt: number;
 }
 
-/** Waiting jobs per task queue of the app (and the sink queue `home`). */
+/**
+ * Unfinished jobs per task queue of the app (and the sink queue `home`): waiting, delayed for a
+ * retry, or held by the runner (running or prefetched, which BullMQ counts as active). Read in
+ * DAG order, so an item moving downstream meanwhile is counted twice rather than not at all.
+ */
 export async function queueDepths(queues: AppQueues, app: AppSpec): Promise<Record<string, number>> {
-  const names = [...app.dagTasks, SINK_QUEUE];
-  const counts = await Promise.all(names.map((n) => queues.queue(n).getJobCounts('wait', 'prioritized', 'delayed')));
+  // A task has more tasks upstream than any task upstream of it: sorting by that is DAG order.
+  const up = upstreamTasks(app);
+  const names = [...app.dagTasks, SINK_QUEUE].sort((a, b) => up.get(a)!.length - up.get(b)!.length);
+  const counts = await Promise.all(names.map((n) => queues.queue(n).getJobCounts('wait', 'prioritized', 'delayed', 'active')));
   return Object.fromEntries(names.map((n, i) => [n, Object.values(counts[i]!).reduce((a, b) => a + b, 0)]));
+}
+
+/** Every queue of the app (task queues and the sink's) with the DAG tasks upstream of it. */
+export function upstreamTasks(app: AppSpec): Map<string, string[]> {
+  const parents = new Map<string, string[]>();
+  for (const t of app.tasks.filter((x) => x.isDag)) {
+    for (const c of t.children) parents.set(c, [...(parents.get(c) ?? []), t.name]);
+  }
+  const memo = new Map<string, Set<string>>();
+  const up = (q: string): Set<string> => {
+    let s = memo.get(q);
+    if (!s) {
+      s = new Set<string>();
+      memo.set(q, s);
+      for (const p of parents.get(q) ?? []) {
+        s.add(p);
+        for (const a of up(p)) s.add(a);
+      }
+    }
+    return s;
+  };
+  return new Map([...app.dagTasks, SINK_QUEUE].map((q) => [q, [...up(q)]]));
 }
 
 /** Items sent per round trip by the source. */
 const SUBMIT_BATCH = 100;
+/** Files up to this size are read synchronously. */
+const SYNC_READ_BYTES = 1024 * 1024;
 
 function newItemId(base: string): string {
   return `${base || 'item'}-${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
@@ -52,9 +84,18 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
   const keys = appKeys(prefix, app.name);
   const queues = new AppQueues(redis, prefix, app.name, settings);
   try {
+    // Synchronous stat and reads of small files: an async call costs a thread-pool hop per
+    // file, many times the read itself (the source runs in the CLI, nothing else waits on it).
+    const sizes: number[] = [];
     for (const f of files) {
-      const st = await stat(f).catch(() => undefined);
+      let st: Stats | undefined;
+      try {
+        st = statSync(f);
+      } catch {
+        st = undefined;
+      }
       if (!st?.isFile()) throw inputError(`input ${f} is not a readable file`);
+      sizes.push(st.size);
       if (st.size > settings.maxBlobBytes) {
         throw inputError(`input ${f} is ${formatBytes(st.size)}, over the pipeline's size limit of ${formatBytes(settings.maxBlobBytes)}`, {
           file: f,
@@ -66,6 +107,7 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
     const taken = (await execOrThrow(prefixes.reduce((p, id) => p.exists(keys.item(id)), redis.pipeline()))) as number[];
     const ids = prefixes.map((p, i) => (prefixes.indexOf(p) === prefixes.lastIndexOf(p) && !taken[i] && p ? p : newItemId(p)));
 
+    const upstream = upstreamTasks(app);
     const out: SubmittedItem[] = [];
     let sinceTrim = 0;
     for (let i = 0; i < files.length;) {
@@ -73,15 +115,18 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
       let room = 0;
       for (;;) {
         const depths = await queueDepths(queues, app);
-        const [fullest, depth] = Object.entries(depths).sort((x, y) => y[1] - x[1])[0] ?? ['', 0];
+        // What waits upstream of a queue will reach it too: counting it keeps a slow task's
+        // queue within the cap (else it could fill up to twice the cap from its upstream).
+        const projected = Object.entries(depths).map(([q, d]) => [q, d + (upstream.get(q) ?? []).reduce((a, u) => a + (depths[u] ?? 0), 0)] as const);
+        const [fullest, depth] = [...projected].sort((x, y) => y[1] - x[1])[0] ?? ['', 0];
         room = settings.queueCap - depth;
         if (room > 0) break;
-        opts.onBackPressure?.(fullest, depth);
+        opts.onBackPressure?.(fullest, depths[fullest] ?? depth);
         await new Promise((r) => setTimeout(r, 100));
       }
       const n = Math.min(SUBMIT_BATCH, room, files.length - i);
       const chunk = files.slice(i, i + n);
-      const bytes = await Promise.all(chunk.map((f) => readFile(f)));
+      const bytes = await Promise.all(chunk.map((f, j) => (sizes[i + j]! <= SYNC_READ_BYTES ? readFileSync(f) : readFile(f))));
       const enteredAt = Date.now();
       const batch = chunk.map((file, j) => ({ item: ids[i + j]!, file, name: basename(file), enteredAt }));
       await queues.sendMany(

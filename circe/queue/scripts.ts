@@ -1,5 +1,8 @@
 // Lua scripts: each step that must be atomic for a restarted runner to lose nothing is one
 // script, and each costs one round trip (the per-item command count is what bounds throughput).
+// Arrive, commit and stage take a group of items per call (a busy runner or the source sends
+// what accumulated while its previous call was in flight); each item is handled exactly as if
+// it came alone.
 // Blob holder sets are `<blob key>:h`. Scripts derive some keys from prefixes, which is fine on
 // a single Redis (Jupiter does not support Redis Cluster).
 import type { Redis } from 'ioredis';
@@ -30,82 +33,105 @@ end
 `;
 
 const ARRIVE = `
--- KEYS: done marker, join hash, runtime record hash
--- ARGV: field (job id), input JSON, numInputs, rt field, enter ts, blob key prefix
--- Returns {'dup', outbox} | {'wait'} | {'run', input1, bytes1, input2, bytes2, ...}: the inputs
--- come with their bytes so that a run costs one round trip.
-redis.call('HSETNX', KEYS[3], ARGV[4], ARGV[5])
-local done = redis.call('GET', KEYS[1])
-if done then return {'dup', done} end
-local k = tonumber(ARGV[3])
-local inputs
-if k <= 1 then
-  inputs = {ARGV[2]}
-else
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-  if redis.call('HLEN', KEYS[2]) < k then return {'wait'} end
-  inputs = redis.call('HVALS', KEYS[2])
-end
-local out = {'run'}
-for _, inp in ipairs(inputs) do
-  local blob = cjson.decode(inp)['blob']
-  table.insert(out, inp)
-  table.insert(out, redis.call('GET', ARGV[6] .. blob) or '')
+-- Several jobs of one task arrive at once (a runner takes what came in while its previous call
+-- was in flight). Per job, in order: record its enter time, then
+--   {'dup', outbox}  the task already ran for the item (a redelivered or duplicated job)
+--   {'wait'}         a join input stored until the item's other inputs are here
+--   {'run', input1, bytes1, input2, bytes2, ...}  run now: the inputs come with their bytes, so
+--                    that a run costs one round trip
+-- KEYS: per job 4 keys: done marker, join hash, runtime record hash, the job's blob
+-- ARGV: 1 numInputs, 2 rt field, 3 blob key prefix, then per job: job id, input JSON, enter ts
+local k = tonumber(ARGV[1])
+local out = {}
+for j = 0, #KEYS / 4 - 1 do
+  local id, inp = ARGV[4 + 3 * j], ARGV[5 + 3 * j]
+  redis.call('HSETNX', KEYS[4 * j + 3], ARGV[2], ARGV[6 + 3 * j])
+  local done = redis.call('GET', KEYS[4 * j + 1])
+  if done then
+    out[j + 1] = {'dup', done}
+  elseif k <= 1 then
+    out[j + 1] = {'run', inp, redis.call('GET', KEYS[4 * j + 4]) or ''}
+  else
+    local join = KEYS[4 * j + 2]
+    redis.call('HSET', join, id, inp)
+    if redis.call('HLEN', join) < k then
+      out[j + 1] = {'wait'}
+    else
+      local r = {'run'}
+      for _, v in ipairs(redis.call('HVALS', join)) do
+        table.insert(r, v)
+        table.insert(r, redis.call('GET', ARGV[3] .. cjson.decode(v)['blob']) or '')
+      end
+      out[j + 1] = r
+    end
+  end
 end
 return out
 `;
 
 const STAGE = `
--- KEYS: blob, blob holders, item's in-flight set; ARGV: bytes, receiving job ids...
--- Stores one output and registers its receivers before their jobs exist, so the item can
--- never look finished too early.
-redis.call('SET', KEYS[1], ARGV[1])
-for i = 2, #ARGV do
-  redis.call('SADD', KEYS[2], ARGV[i])
-  redis.call('SADD', KEYS[3], ARGV[i])
+-- Store files (the source's batch) and register their receivers before their jobs exist, so an
+-- item can never look finished too early.
+-- KEYS: per file 3 keys: blob, blob holders, the item's in-flight set
+-- ARGV: per file: bytes, n receiving job ids, ids...
+local i = 1
+for f = 0, #KEYS / 3 - 1 do
+  redis.call('SET', KEYS[3 * f + 1], ARGV[i])
+  local n = tonumber(ARGV[i + 1])
+  for j = 1, n do
+    redis.call('SADD', KEYS[3 * f + 2], ARGV[i + 1 + j])
+    redis.call('SADD', KEYS[3 * f + 3], ARGV[i + 1 + j])
+  end
+  i = i + 2 + n
 end
 return 1
 `;
 
 const COMMIT = FINISH_FN + `
--- A task finished an item: store its outputs and register their receivers, mark the task done
--- for the item (the marker holds the outbox: the jobs to add, which the caller adds right after
--- this script on the same connection; a redelivered job re-adds them from there, so a crash
--- between this script and the adds loses nothing), free the inputs, record runtimes and events,
--- and finish the job.
--- KEYS: done, join, rt, stats, events, pending, item, makespans
--- ARGV: 1 doneTtl, 2 task, 3 start, 4 finish, 5 node, 6 files, 7 eventsMaxLen, 8 now, 9 jobId,
---       10 blob key prefix, 11 outbox JSON, 12 n events, then n event JSONs,
---       then n releases, then (blob, holder) pairs, then per output: blob id, bytes, n ids, ids...
-local i = 12
-local nev = tonumber(ARGV[i])
-local events = {}
-for j = 1, nev do events[j] = ARGV[i + j] end
-i = i + nev + 1
-local nrel = tonumber(ARGV[i])
-local releases = {}
-for j = 1, nrel do releases[j] = {ARGV[i + 2 * j - 1], ARGV[i + 2 * j]} end
-i = i + 2 * nrel + 1
-while i <= #ARGV do
-  local blob = ARGV[10] .. ARGV[i]
-  redis.call('SET', blob, ARGV[i + 1])
-  local nids = tonumber(ARGV[i + 2])
-  for j = 1, nids do
-    redis.call('SADD', blob .. ':h', ARGV[i + 2 + j])
-    redis.call('SADD', KEYS[6], ARGV[i + 2 + j])
+-- A task finished items (one or several, committed together): per item, store its outputs and
+-- register their receivers, mark the task done for the item (the marker holds the outbox: the
+-- jobs to add, which the caller adds right after this script on the same connection; a
+-- redelivered job re-adds them from there, so a crash between this script and the adds loses
+-- nothing), free the inputs, record runtimes and events, and finish the job.
+-- KEYS: 1 stats, 2 events, 3 makespans, then per item 5 keys: done, join, rt, pending, item
+-- ARGV: 1 doneTtl, 2 task, 3 node, 4 eventsMaxLen, 5 now, 6 blob key prefix, then per item:
+--   start, finish, files, job id, outbox JSON, n events, events..., n releases, (blob, holder)...,
+--   n outputs, per output: blob id, bytes, n ids, ids...
+-- Returns the makespan per item (-1 while the item still has jobs in flight).
+local t, pre = ARGV[2], ARGV[6]
+local res = {}
+local i = 7
+for e = 0, (#KEYS - 3) / 5 - 1 do
+  local done, join, rt, pending, item = KEYS[4 + 5 * e], KEYS[5 + 5 * e], KEYS[6 + 5 * e], KEYS[7 + 5 * e], KEYS[8 + 5 * e]
+  local start, finish, files, jobId, outbox = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  i = i + 5
+  local nev = tonumber(ARGV[i])
+  for j = 1, nev do redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'json', ARGV[i + j]) end
+  i = i + nev + 1
+  local nrel = tonumber(ARGV[i])
+  local releases = {}
+  for j = 1, nrel do releases[j] = {ARGV[i + 2 * j - 1], ARGV[i + 2 * j]} end
+  i = i + 2 * nrel + 1
+  local nout = tonumber(ARGV[i])
+  i = i + 1
+  for o = 1, nout do
+    local blob = pre .. ARGV[i]
+    redis.call('SET', blob, ARGV[i + 1])
+    local nids = tonumber(ARGV[i + 2])
+    for j = 1, nids do
+      redis.call('SADD', blob .. ':h', ARGV[i + 2 + j])
+      redis.call('SADD', pending, ARGV[i + 2 + j])
+    end
+    i = i + 3 + nids
   end
-  i = i + 3 + nids
+  redis.call('SET', done, outbox, 'EX', ARGV[1])
+  redis.call('DEL', join)
+  redis.call('HSET', rt, t .. '|start', start, t .. '|finish', finish, t .. '|node', ARGV[3], t .. '|file', files)
+  redis.call('HINCRBY', KEYS[1], 'processed:' .. t, 1)
+  for _, r in ipairs(releases) do release(pre, r[1], r[2]) end
+  res[e + 1] = finish_item(pending, item, KEYS[1], KEYS[3], jobId, ARGV[5])
 end
-redis.call('SET', KEYS[1], ARGV[11], 'EX', ARGV[1])
-redis.call('DEL', KEYS[2])
-local t = ARGV[2]
-redis.call('HSET', KEYS[3], t .. '|start', ARGV[3], t .. '|finish', ARGV[4], t .. '|node', ARGV[5], t .. '|file', ARGV[6])
-redis.call('HINCRBY', KEYS[4], 'processed:' .. t, 1)
-for _, ev in ipairs(events) do
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'json', ev)
-end
-for _, r in ipairs(releases) do release(ARGV[10], r[1], r[2]) end
-return finish_item(KEYS[6], KEYS[7], KEYS[4], KEYS[8], ARGV[9], ARGV[8])
+return res
 `;
 
 const DELIVER = FINISH_FN + `
@@ -139,9 +165,12 @@ return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
 `;
 
 export interface ScriptedRedis extends Redis {
-  jArriveBuffer(done: string, join: string, rt: string, field: string, input: string, k: number, rtField: string, enterTs: number, blobPrefix: string): Promise<Buffer[]>;
-  jStage(blob: string, holders: string, pending: string, bytes: Buffer, ...jobIds: string[]): Promise<number>;
-  jCommit(...args: Array<string | number | Buffer>): Promise<number>;
+  /** numKeys, keys, args: see ARRIVE. */
+  jArriveBuffer(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<Buffer[][]>;
+  /** numKeys, keys, args: see STAGE. */
+  jStage(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number>;
+  /** numKeys, keys, args: see COMMIT. */
+  jCommit(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number[]>;
   jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, name: string, now: number, jobId: string, blobPrefix: string, blob: string): Promise<Array<number | string>>;
   jRelease(blobPrefix: string, blob: string, holder: string): Promise<number>;
   jFinish(pending: string, item: string, stats: string, makespans: string, jobId: string, now: number): Promise<number>;
@@ -151,9 +180,10 @@ export interface ScriptedRedis extends Redis {
 export function withScripts(redis: Redis): ScriptedRedis {
   const r = redis as ScriptedRedis;
   if (typeof (r as Partial<ScriptedRedis>).jCommit !== 'function') {
-    redis.defineCommand('jArrive', { numberOfKeys: 3, lua: ARRIVE });
-    redis.defineCommand('jStage', { numberOfKeys: 3, lua: STAGE });
-    redis.defineCommand('jCommit', { numberOfKeys: 8, lua: COMMIT });
+    // Arrive and commit take a variable number of keys (the caller passes the count first).
+    redis.defineCommand('jArrive', { lua: ARRIVE });
+    redis.defineCommand('jStage', { lua: STAGE });
+    redis.defineCommand('jCommit', { lua: COMMIT });
     redis.defineCommand('jDeliver', { numberOfKeys: 5, lua: DELIVER });
     redis.defineCommand('jRelease', { numberOfKeys: 0, lua: RELEASE });
     redis.defineCommand('jFinish', { numberOfKeys: 4, lua: FINISH });

@@ -72,64 +72,69 @@ export class AppQueues {
   }
 
   /**
-   * Store each file once and enqueue one job per receiver. The job ids join the item's
+   * The jobs that carry a task's outputs, and the blob arguments for the commit script, which
+   * stores each file once and registers one job per receiver. The job ids join the item's
    * in-flight set before the jobs exist, so the item can never look finished too early.
    */
-  /** The jobs that carry a task's outputs, and the blob arguments for the commit script. */
-  prepare(item: string, from: string, files: OutgoingFile[]): { jobs: QueuedJob[]; stageArgs: Array<string | Buffer | number> } {
+  prepare(item: string, from: string, files: OutgoingFile[]): { jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number> } {
     const jobs: QueuedJob[] = [];
     const stageArgs: Array<string | Buffer | number> = [];
+    let outputs = 0;
     for (const f of files) {
       checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
       const blob = blobIdFor(item, from, f.name);
       const ids = f.to.map((to, i) => jobIdFor(item, from, f.name, to, i));
       if (ids.length === 0) continue;
       stageArgs.push(blob, f.bytes, ids.length, ...ids);
+      outputs++;
       f.to.forEach((to, i) => jobs.push({ queue: to, id: ids[i]!, data: { item, name: f.name, blob, from, size: f.bytes.length } }));
     }
-    return { jobs, stageArgs };
-  }
-
-  /** Add jobs (idempotent: BullMQ ignores an id that is still queued). */
-  enqueue(jobs: QueuedJob[]): Promise<unknown> {
-    return Promise.all(jobs.map((j) => this.queue(j.queue).add(j.data.name, j.data, this.jobOptions(j.id))));
-  }
-
-  send(item: string, from: string, files: OutgoingFile[], before?: (pipe: ChainableCommander) => void): Promise<string[]> {
-    return this.sendMany([{ item, from, files }], before);
+    return { jobs, outputs, stageArgs };
   }
 
   /**
-   * Several items at once (the source's batches): one pipeline for every blob, then one
+   * Add jobs (idempotent: BullMQ ignores an id that is still queued): one add, or one addBulk
+   * (a single MULTI) per receiving queue, all in the same round trip.
+   */
+  enqueue(jobs: QueuedJob[]): Promise<unknown> {
+    const byQueue = new Map<string, QueuedJob[]>();
+    for (const j of jobs) {
+      const list = byQueue.get(j.queue);
+      if (list) list.push(j);
+      else byQueue.set(j.queue, [j]);
+    }
+    return Promise.all([...byQueue].map(([q, list]) => (list.length === 1
+      ? this.queue(q).add(list[0]!.data.name, list[0]!.data, this.jobOptions(list[0]!.id))
+      : this.queue(q).addBulk(list.map((j) => ({ name: j.data.name, data: j.data, opts: this.jobOptions(j.id) }))))));
+  }
+
+  /**
+   * Several items at once (the source's batches): one script stores every blob, then one
    * addBulk per receiving queue. `before` adds commands that run ahead of the blob writes.
    */
   async sendMany(batch: Array<{ item: string; from: string; files: OutgoingFile[] }>, before?: (pipe: ChainableCommander) => void): Promise<string[]> {
-    const pipe = this.redis.pipeline() as ChainableCommander & { jStage(...a: Array<string | Buffer>): unknown };
+    const pipe = this.redis.pipeline() as ChainableCommander & { jStage(...a: Array<string | number | Buffer>): unknown };
     before?.(pipe);
-    const byQueue = new Map<string, Array<{ name: string; data: ItemJob; opts: JobsOptions }>>();
-    const ids: string[] = [];
+    const keys: string[] = [];
+    const args: Array<string | number | Buffer> = [];
+    const jobs: QueuedJob[] = [];
     for (const { item, from, files } of batch) {
       for (const f of files) {
         checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
         const blob = blobIdFor(item, from, f.name);
         const fileIds = f.to.map((to, i) => jobIdFor(item, from, f.name, to, i));
         if (fileIds.length === 0) continue;
-        pipe.jStage(this.keys.blob(blob), this.keys.blobHolders(blob), this.keys.pending(item), f.bytes, ...fileIds);
-        f.to.forEach((to, i) => {
-          const list = byQueue.get(to) ?? [];
-          byQueue.set(to, list);
-          list.push({ name: f.name, data: { item, name: f.name, blob, from, size: f.bytes.length }, opts: this.jobOptions(fileIds[i]!) });
-        });
-        ids.push(...fileIds);
+        keys.push(this.keys.blob(blob), this.keys.blobHolders(blob), this.keys.pending(item));
+        args.push(f.bytes, fileIds.length, ...fileIds);
+        f.to.forEach((to, i) => jobs.push({ queue: to, id: fileIds[i]!, data: { item, name: f.name, blob, from, size: f.bytes.length } }));
       }
     }
-    if (ids.length === 0 && !before) return [];
+    if (jobs.length === 0 && !before) return [];
+    if (keys.length > 0) pipe.jStage(keys.length, ...keys, ...args);
     // Sent together: the queues share this connection, so Redis runs the blob writes before
     // the adds; the caller still waits for all of them before it marks its own job done.
-    const stored = execOrThrow(pipe);
-    const added = [...byQueue].map(([q, jobs]) => (jobs.length === 1 ? this.queue(q).add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts) : this.queue(q).addBulk(jobs)));
-    await Promise.all([stored, ...added]);
-    return ids;
+    await Promise.all([execOrThrow(pipe), this.enqueue(jobs)]);
+    return jobs.map((j) => j.id);
   }
 
   async close(): Promise<void> {

@@ -61,15 +61,19 @@ describe('fault: a node is lost mid-stream (real CLI, embedded stack, process ru
     const line = hubLog.split('\n').find((l) => l.includes(`${APP}: node(s) ${victim} lost`));
     expect(line, hubLog).to.be.a('string');
     const detectedMs = Date.parse(line!.split(' ')[0]!) - t0;
+    const requeued = /(\d+) item\(s\) held by the lost runners are queued again/.exec(hubLog)?.[1] ?? '0';
     const atDetect = await stats();
-    const resumed = await until(async () => ((await stats()) > atDetect ? Date.now() : undefined), 60_000, 'deliveries to resume', 20);
+    const resumed = await until(async () => {
+      const d = await stats();
+      return d > atDetect || d >= N + 1 ? Date.now() : undefined;
+    }, 60_000, 'deliveries to resume', 20);
 
     const items = files.map((f) => f.split('/').pop()!.replace('.txt', ''));
     await waitForItems(redis, PREFIX, APP, items, { timeoutMs: 90_000 });
     const doneMs = Date.now() - t0;
     const c = await countDeliveries(redis, PREFIX, APP, dep.deployment.outputDir, items.map((i) => `${i}_t2.txt`), ['0s_t2.txt']);
     console.log(`      lost ${victim} (${victimTasks.join(', ')}) after ${atKill} deliveries; detected in ${(detectedMs / 1000).toFixed(1)} s, ` +
-      `moved to ${victimTasks.map((t) => after[t]).join(', ')}, deliveries resumed after ${((resumed - t0) / 1000).toFixed(1)} s, stream complete after ${(doneMs / 1000).toFixed(1)} s`);
+      `moved to ${victimTasks.map((t) => after[t]).join(', ')} with ${requeued} held item(s) requeued, deliveries resumed after ${((resumed - t0) / 1000).toFixed(1)} s, stream complete after ${(doneMs / 1000).toFixed(1)} s`);
     printCounts(c);
     expect(detectedMs).to.be.lessThan(10_000);
     expect(c.missing).to.deep.equal([]);
@@ -85,6 +89,36 @@ describe('fault: a node is lost mid-stream (real CLI, embedded stack, process ru
     expect(Object.values(st.mapping.mapping)).to.not.include(victim);
     const live = box.runners(APP).filter((r) => pidAlive(r.supervisorPid));
     expect(live.map((r) => `${r.task}@${r.node}`).sort()).to.deep.equal(['home@home', ...victimTasks.map((t) => `${t}@${after[t]}`), ...Object.keys(before).filter((t) => !victimTasks.includes(t)).map((t) => `${t}@${before[t]}`)].sort());
+  });
+
+  it('an agent lost while its runners live: the tasks move and the old runners stop', async () => {
+    const st0 = box.stack();
+    const before = (await readMapping(redis!, PREFIX, APP))!.mapping;
+    const victim = Object.values(before)[0]!;
+    const old = box.runners(APP).filter((r) => r.node === victim && pidAlive(r.supervisorPid));
+    expect(old.length).to.be.greaterThan(0);
+    const t0 = Date.now();
+    killPid(st0.agents![victim]!.pid);
+    const after = await until(async () => {
+      const m = (await readMapping(redis!, PREFIX, APP))!.mapping;
+      return old.every((r) => m[r.task] !== victim) ? m : undefined;
+    }, 30_000, 'the reconciler to move the tasks', 100);
+    const movedMs = Date.now() - t0;
+    // The runners on the lost node were told to stop (after the item in hand): one runner per task.
+    await until(() => old.every((r) => !pidAlive(r.supervisorPid) && !pidAlive(r.runnerPid)), 20_000, 'the old runners to stop');
+    const files = writeItems(join(box.cwd, 'in2'), 100, 'p');
+    await box.ok(['submit', APP, ...files, '--wait', '--timeout', '60']);
+    const items = files.map((f) => f.split('/').pop()!.replace('.txt', ''));
+    const outDir = JSON.parse((await box.ok(['status', APP, '--json'])).stdout).deployment.outputDir as string;
+    const c = await countDeliveries(redis!, PREFIX, APP, outDir, items.map((i) => `${i}_t2.txt`), [
+      '0s_t2.txt', ...Array.from({ length: N }, (_, k) => `${k + 1}n_t2.txt`),
+    ]);
+    console.log(`      agent of ${victim} killed, its runners alive: tasks moved to ${old.map((r) => after[r.task]).join(', ')} after ${(movedMs / 1000).toFixed(1)} s; the ${old.length} old runner(s) stopped`);
+    printCounts(c);
+    expect(c.lost).to.equal(0);
+    expect(c.extraFiles).to.equal(0);
+    const live = box.runners(APP).filter((r) => pidAlive(r.supervisorPid)).map((r) => r.task).sort();
+    expect(live).to.deep.equal(['home', ...Object.keys(before)].sort());
   });
 
   it('teardown --stack leaves nothing running', async () => {

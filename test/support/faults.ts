@@ -124,13 +124,15 @@ export interface DeliveryCount {
   sinkDelivered: number;
   /** Expected outputs that are missing (the first few). */
   missing: string[];
+  /** Items sent that were meant to fail (dead letters), when the test has some. */
+  deadLettered?: number;
 }
 
 /**
  * Count what arrived: `expected` maps each sent item to the output file name the sink must have
  * written (relative to outputDir). Duplicates come from the app's Redis counters.
  */
-export async function countDeliveries(redis: Redis, prefix: string, app: string, outputDir: string, expected: string[], extraFilesAllowed: string[] = []): Promise<DeliveryCount> {
+export async function countDeliveries(redis: Redis, prefix: string, app: string, outputDir: string, expected: string[], extraFilesAllowed: string[] = [], deadLettered?: number): Promise<DeliveryCount> {
   const present = new Set(filesUnder(outputDir));
   const missing = expected.filter((f) => !present.has(f));
   const want = new Set([...expected, ...extraFilesAllowed]);
@@ -138,9 +140,10 @@ export async function countDeliveries(redis: Redis, prefix: string, app: string,
   const stats = await redis.hgetall(appKeys(prefix, app).stats);
   const dups = Object.entries(stats).filter(([k]) => k === 'dupSuppressed' || k.startsWith('dup:')).reduce((a, [, v]) => a + Number(v), 0);
   return {
-    sent: expected.length,
+    sent: expected.length + (deadLettered ?? 0),
     delivered: expected.length - missing.length,
     lost: missing.length,
+    deadLettered,
     duplicatesSuppressed: dups,
     extraFiles: extra.length,
     sinkDelivered: Number(stats.delivered ?? 0),
@@ -150,7 +153,8 @@ export async function countDeliveries(redis: Redis, prefix: string, app: string,
 
 /** The one line every fault test prints. */
 export function countLine(c: DeliveryCount): string {
-  return `sent ${c.sent}, delivered ${c.delivered}, lost ${c.lost}, duplicates suppressed ${c.duplicatesSuppressed}`;
+  const dead = c.deadLettered === undefined ? '' : `, dead-lettered ${c.deadLettered}`;
+  return `sent ${c.sent}, delivered ${c.delivered}, lost ${c.lost}, duplicates suppressed ${c.duplicatesSuppressed}${dead}`;
 }
 
 export function printCounts(c: DeliveryCount): void {

@@ -5,6 +5,7 @@ import { renderTable } from '../../report/table.js';
 import { loadClusterConfig } from '../../../config/cluster/load.js';
 import { maskUrl } from '../../../config/cluster/mask.js';
 import { action } from '../run.js';
+import { inputError } from '../../../config/errors.js';
 import { isAlive, readStackState, stateDir } from '../../stack/state.js';
 
 export function register(program: Command): void {
@@ -48,15 +49,17 @@ export function register(program: Command): void {
   stack
     .command('hub')
     .description('(internal) run the hub in the foreground: MQTT broker, telemetry bridge, dashboard')
-    .requiredOption('--redis <url>', 'Redis URL')
+    .option('--redis <url>', 'Redis URL (default: JUPITER_HUB_REDIS_URL, which keeps a password out of the process list)')
     .option('--http-port <port>', 'dashboard and /metrics port', '8080')
     .option('--mqtt-port <port>', 'embedded broker TCP port (omit to use the configured broker)')
     .option('--ws-port <port>', 'embedded broker WebSocket port')
-    .action(action(async (opts: { redis: string; httpPort: string; mqttPort?: string; wsPort?: string }) => {
+    .action(action(async (opts: { redis?: string; httpPort: string; mqttPort?: string; wsPort?: string }) => {
+      const redisUrl = opts.redis ?? process.env.JUPITER_HUB_REDIS_URL;
+      if (!redisUrl) throw inputError('the hub needs a Redis URL', { hint: 'set JUPITER_HUB_REDIS_URL (or pass --redis)' });
       const [cluster, { runHub }] = await Promise.all([loadClusterConfig(), import('../../stack/hub.js')]);
       await runHub({
         cluster,
-        redisUrl: opts.redis,
+        redisUrl,
         httpPort: Number(opts.httpPort),
         mqttPort: opts.mqttPort ? Number(opts.mqttPort) : undefined,
         wsPort: opts.wsPort ? Number(opts.wsPort) : undefined,

@@ -120,6 +120,24 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
   };
 }
 
+async function teardownAll(cluster: ClusterConfig, redisUrl: string): Promise<string[]> {
+  const { connectRedis } = await import('../../circe/queue/connection.js');
+  const { deployedApps } = await import('../deploy/record.js');
+  const { teardownApp } = await import('../deploy/teardown.js');
+  const redis = connectRedis(redisUrl, { name: 'jupiter:stack-down', failFast: true });
+  try {
+    const out: string[] = [];
+    for (const app of await deployedApps(redis, cluster.redisPrefix)) {
+      out.push(...(await teardownApp(redis, cluster, app)).map((r) => `removed ${r}`));
+    }
+    return out;
+  } catch {
+    return []; // Redis unreachable: nothing to learn from it; its processes are stopped below
+  } finally {
+    redis.disconnect();
+  }
+}
+
 async function stopPid(pid: number, graceMs = 3000): Promise<void> {
   if (!isAlive(pid)) return;
   try {
@@ -132,21 +150,24 @@ async function stopPid(pid: number, graceMs = 3000): Promise<void> {
   if (isAlive(pid)) process.kill(pid, 'SIGKILL');
 }
 
-/** Stop every private service; returns what was stopped. */
+/** Tear down what is still deployed, then stop every private service; returns what was done, a line each. */
 export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
   const dir = stateDir(cluster.stateDir);
   const state = readStackState(dir);
   const stopped: string[] = [];
+  // Apps still deployed on this Redis go first: their runners would otherwise retry a Redis
+  // that is gone, forever.
+  if (state.redis && isAlive(state.redis.pid)) stopped.push(...(await teardownAll(cluster, state.redis.url)));
   for (const [node, agent] of Object.entries(state.agents ?? {})) {
-    if (isAlive(agent.pid)) stopped.push(`agent ${node} (pid ${agent.pid})`);
+    if (isAlive(agent.pid)) stopped.push(`stopped agent ${node} (pid ${agent.pid})`);
     await stopPid(agent.pid);
   }
   if (state.hub) {
-    if (isAlive(state.hub.pid)) stopped.push(`hub (pid ${state.hub.pid})`);
+    if (isAlive(state.hub.pid)) stopped.push(`stopped hub (pid ${state.hub.pid})`);
     await stopPid(state.hub.pid);
   }
   if (state.redis) {
-    if (isAlive(state.redis.pid)) stopped.push(`redis-server (pid ${state.redis.pid})`);
+    if (isAlive(state.redis.pid)) stopped.push(`stopped redis-server (pid ${state.redis.pid})`);
     await stopPid(state.redis.pid, 10_000);
   }
   writeStackState(dir, {});

@@ -28,7 +28,7 @@ export function register(program: Command): void {
     .action(action(async () => {
       const [cluster, { stopStack }] = await Promise.all([loadClusterConfig(), import('../../stack/embedded.js')]);
       const stopped = await stopStack(cluster);
-      process.stdout.write(stopped.length ? stopped.map((s) => `stopped ${s}`).join('\n') + '\n' : 'nothing was running\n');
+      process.stdout.write(stopped.length ? `${stopped.join('\n')}\n` : 'nothing was running\n');
     }));
 
   stack

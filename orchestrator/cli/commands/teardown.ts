@@ -18,6 +18,6 @@ export function register(program: Command): void {
       } finally {
         redis.disconnect();
       }
-      if (opts.stack) for (const s of await stopStack(cluster)) process.stdout.write(`stopped ${s}\n`);
+      if (opts.stack) for (const line of await stopStack(cluster)) process.stdout.write(`${line}\n`);
     }));
 }

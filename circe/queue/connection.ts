@@ -24,3 +24,15 @@ export function connectRedis(url: string, opts: ConnectOptions = {}): Redis {
   redis.on('error', () => undefined);
   return redis;
 }
+
+/** Every key matching a glob pattern, by SCAN (never KEYS, which blocks Redis). */
+export async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    out.push(...keys);
+  } while (cursor !== '0');
+  return out;
+}

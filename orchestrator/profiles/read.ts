@@ -1,6 +1,7 @@
 // Reading the profiles the node agents publish into one ProfileSnapshot, for `jupiter profile`
 // and the mapping pipeline. Only live agents count: a node whose heartbeat key expired is left
 // out together with every link that starts or ends at it and its execution profiles.
+import { scanKeys } from '../../circe/queue/connection.js';
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import type { ExecProfile, LinkProfile, NodeResources, ProfileSnapshot } from '../../config/types.js';
@@ -24,15 +25,8 @@ function parseJson<T>(raw: string | null | undefined): T | undefined {
   }
 }
 
-async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
-    cursor = next;
-    out.push(...keys);
-  } while (cursor !== '0');
-  return out.sort();
+async function scanSorted(redis: Redis, pattern: string): Promise<string[]> {
+  return (await scanKeys(redis, pattern)).sort();
 }
 
 /** Live agents plus the snapshot of their profiles. */
@@ -59,7 +53,7 @@ export async function readProfileView(redis: Redis, opts: ReadProfilesOptions = 
     }
   }
   const exec: ExecProfile[] = [];
-  const execKeys = await scanKeys(redis, `${escapeGlob(keys.prefix)}exec:*`);
+  const execKeys = await scanSorted(redis, `${escapeGlob(keys.prefix)}exec:*`);
   if (execKeys.length > 0) {
     for (const raw of await redis.mget(execKeys)) {
       const e = parseJson<ExecProfile>(raw);

@@ -6,6 +6,7 @@
 // Catch-up: an app's stream is read from its beginning when the app is discovered. Events that
 // were already there count towards statistics and metrics, but only each task's last one is
 // published (retained), so a late-started bridge does not replay history at viewers.
+import { scanKeys } from '../../circe/queue/connection.js';
 import { Redis } from 'ioredis';
 import { redisKeys, type Keys } from '../../config/redis-keys.js';
 import type { AppEvent, MappingRecord, TaskEvent } from '../../config/events.js';
@@ -205,16 +206,7 @@ export class TelemetryBridge {
   // ---- Redis -> state -> MQTT ----
 
   private async scan(match: string): Promise<string[]> {
-    const redis = this.redis;
-    if (!redis) return [];
-    const found: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 1000);
-      cursor = next;
-      found.push(...keys);
-    } while (cursor !== '0');
-    return found;
+    return this.redis ? scanKeys(this.redis, match) : [];
   }
 
   private async discoverApps(): Promise<string[]> {

@@ -41,6 +41,9 @@ export { defaultWorkRoot } from './work-slots.js';
 /** Most jobs a runner holds beyond the ones it runs: enough to keep Redis round trips overlapped. */
 export const PREFETCH = 32;
 
+/** An item running longer than this announces its start at once (dashboards show it running). */
+export const RUNNING_EVENT_AFTER_MS = 100;
+
 /** A job that comes within this long of the previous one's end means the queue has a backlog. */
 const BACKLOG_GAP_MS = 2;
 /** Idle this long: the window closes. */
@@ -90,7 +93,7 @@ type Arrival =
 
 /** What a job leaves to the commit group: its run's results, or only its finish. */
 type Settle =
-  | { kind: 'run'; job: Job<ItemJob>; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number }
+  | { kind: 'run'; job: Job<ItemJob>; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean }
   | { kind: 'dup'; job: Job<ItemJob>; outbox: QueuedJob[] }
   | { kind: 'wait'; job: Job<ItemJob> };
 
@@ -306,7 +309,20 @@ export class TaskRunner {
     }
 
     const start = nowMs();
-    const outputs = await this.invoker!.invoke(names, pathin, pathout).finally(() => this.adapt(nowMs() - start));
+    // Fast items report enter/start/finish together at commit (no extra round trip). An item
+    // still running after RUNNING_EVENT_AFTER_MS announces itself now, so watchers see it run.
+    let announced = false;
+    const announce = setTimeout(() => {
+      announced = true;
+      const pipe = this.redis.pipeline();
+      addEvent(pipe, this.keys, this.settings.eventsMaxLen, this.event('enter', d.item, job.timestamp));
+      addEvent(pipe, this.keys, this.settings.eventsMaxLen, this.event('start', d.item, start));
+      pipe.exec().catch(() => undefined); // telemetry only: never fail the item for it
+    }, RUNNING_EVENT_AFTER_MS);
+    const outputs = await this.invoker!.invoke(names, pathin, pathout).finally(() => {
+      clearTimeout(announce);
+      this.adapt(nowMs() - start);
+    });
     const finish = nowMs();
 
     const routes = routeOutputs(task, outputs.length);
@@ -315,7 +331,7 @@ export class TaskRunner {
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
     if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
     const { jobs, outputs: nOut, stageArgs } = this.queues!.prepare(d.item, T, files);
-    return { kind: 'run', job, inputs, names, start, finish, jobs, outputs: nOut, stageArgs, bytes: files.reduce((a, f) => a + f.bytes.length, 0) };
+    return { kind: 'run', job, inputs, names, start, finish, jobs, outputs: nOut, stageArgs, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced };
   }
 
   /** Resize the prefetch window after an invocation that took `ms`. */
@@ -352,8 +368,7 @@ export class TaskRunner {
         const item = r.job.data.item;
         keys.push(k.done(T, item), k.join(T, item), k.rt(item), k.pending(item), k.item(item));
         const events = [
-          this.event('enter', item, r.job.timestamp),
-          this.event('start', item, r.start),
+          ...(r.announced ? [] : [this.event('enter', item, r.job.timestamp), this.event('start', item, r.start)]),
           this.event('finish', item, r.finish, { durationMs: r.finish - r.start }),
         ];
         args.push(r.start, r.finish, r.names.join(';'), r.job.id!, JSON.stringify(r.jobs), events.length, ...events.map((e) => JSON.stringify(e)));

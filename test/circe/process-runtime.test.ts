@@ -1,15 +1,13 @@
 import { expect } from 'chai';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { circeSuite } from '../support/circe-suite.js';
 import { appsDir } from '../support/paths.js';
 import { fixtureAppDir, until } from './support.js';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import {
-  configureApp, connectRedis, expectedOutputs, getStatus, ProcessRuntime, submitItems, teardownAppKeys, waitForItems,
+  configureApp, expectedOutputs, getStatus, ProcessRuntime, submitItems, teardownAppKeys, waitForItems,
 } from '../../circe/index.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 
@@ -26,35 +24,24 @@ function alive(pid: number): boolean {
 
 describe('circe process runtime (runner processes, real Redis)', function () {
   this.timeout(120_000);
-  let redis: TestRedis;
-  let client: Redis;
-  let work: string;
   let cluster: ClusterConfig;
   let runtime: ProcessRuntime;
   const deployed: string[] = [];
-
-  before(async () => {
-    redis = await startTestRedis();
-    client = connectRedis(redis.url);
-  });
-  after(async () => {
-    await client.quit();
-    await redis.stop();
+  const rig = circeSuite({
+    workPrefix: 'jupiter-proc-',
+    afterEachTest: async () => {
+      for (const a of deployed.splice(0)) await runtime.teardown(a, cluster);
+    },
   });
   beforeEach(() => {
-    work = mkdtempSync(join(tmpdir(), 'jupiter-proc-'));
-    cluster = { stateDir: join(work, '.jupiter') } as ClusterConfig;
-    runtime = new ProcessRuntime({ runsDir: join(work, 'runs'), stopGraceSec: 10 });
-  });
-  afterEach(async () => {
-    for (const a of deployed.splice(0)) await runtime.teardown(a, cluster);
-    rmSync(work, { recursive: true, force: true });
+    cluster = { stateDir: join(rig.work, '.jupiter') } as ClusterConfig;
+    runtime = new ProcessRuntime({ runsDir: join(rig.work, 'runs'), stopGraceSec: 10 });
   });
 
   async function deploy(app: AppSpec, runId: string): Promise<string> {
-    await configureApp(client, PREFIX, app.name, { lockMs: 3000, backoffMs: 100 });
+    await configureApp(rig.client, PREFIX, app.name, { lockMs: 3000, backoffMs: 100 });
     const specs: RunnerSpec[] = [...app.dagTasks, 'home'].map((task, i) => ({
-      app: app.name, task, node: task === 'home' ? 'home' : `node${(i % 3) + 1}`, runId, redisUrl: redis.url, redisPrefix: PREFIX,
+      app: app.name, task, node: task === 'home' ? 'home' : `node${(i % 3) + 1}`, runId, redisUrl: rig.redis.url, redisPrefix: PREFIX,
     }));
     await runtime.prepare(app, cluster);
     deployed.push(app.name);
@@ -63,7 +50,7 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     // idempotent: starting again returns the same runners
     const again = await runtime.start(app, specs, cluster);
     expect(again.map((h) => h.id)).to.deep.equal(handles.map((h) => h.id));
-    return join(work, 'runs', app.name, runId, 'output');
+    return join(rig.work, 'runs', app.name, runId, 'output');
   }
 
   it('restarts a runner killed with -9 mid-stream; the sink delivers every item exactly once', async () => {
@@ -71,12 +58,12 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     const out = await deploy(app, 'kill');
     const N = 300;
     const files = Array.from({ length: N }, (_, i) => {
-      const p = join(work, `${i + 1}i.txt`);
+      const p = join(rig.work, `${i + 1}i.txt`);
       writeFileSync(p, `item ${i + 1}\n`);
       return p;
     });
-    const items = await submitItems(client, PREFIX, app, files, { runId: 'kill' });
-    await until(async () => (await getStatus(client, PREFIX, app)).sink.delivered >= 30, 30_000, 'first deliveries');
+    const items = await submitItems(rig.client, PREFIX, app, files, { runId: 'kill' });
+    await until(async () => (await getStatus(rig.client, PREFIX, app)).sink.delivered >= 30, 30_000, 'first deliveries');
     const before = (await runtime.list(app.name, cluster)).find((h) => h.task === 'b')!;
     process.kill(Number(before.id), 'SIGKILL');
     const after = await until(async () => {
@@ -84,8 +71,8 @@ describe('circe process runtime (runner processes, real Redis)', function () {
       return h && h.id !== before.id && alive(Number(h.id)) ? h : undefined;
     }, 15_000, 'runner b restarted');
     expect(after.id).to.not.equal(before.id);
-    const res = await waitForItems(client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 90_000 });
-    const st = await getStatus(client, PREFIX, app);
+    const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 90_000 });
+    const st = await getStatus(rig.client, PREFIX, app);
     const delivered = res.filter((r) => r.outputs.length === 1 && !r.failed).length;
     const files2 = readdirSync(out);
     console.log(`      sent ${N}, delivered ${st.sink.delivered}, lost ${N - delivered}, duplicates suppressed ${st.sink.duplicatesSuppressed + st.tasks.reduce((a, t) => a + t.duplicates, 0)}`);
@@ -102,9 +89,9 @@ describe('circe process runtime (runner processes, real Redis)', function () {
       if (!existsSync(join(appsDir, name, 'configuration.txt'))) this.skip();
       const app = await loadApp(join(appsDir, name));
       const out = await deploy(app, 'e2e');
-      const items = await submitItems(client, PREFIX, app, app.sampleInputs, { runId: 'e2e' });
-      const res = await waitForItems(client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 90_000 });
-      const st = await getStatus(client, PREFIX, app);
+      const items = await submitItems(rig.client, PREFIX, app, app.sampleInputs, { runId: 'e2e' });
+      const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 90_000 });
+      const st = await getStatus(rig.client, PREFIX, app);
       expect(st.deadLetters, JSON.stringify(st.deadLetters)).to.deep.equal([]);
       for (const r of res) {
         expect(r.failed).to.equal(false);
@@ -127,6 +114,6 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     expect(report.removed[0]).to.match(/^process runner \w+@\w+ \(pid \d+, supervisor \d+\)$/);
     for (const h of handles) expect(alive(Number(h.id))).to.equal(false);
     expect(await runtime.list(app.name, cluster)).to.deep.equal([]);
-    expect(await teardownAppKeys(client, PREFIX, app.name)).to.be.greaterThan(0);
+    expect(await teardownAppKeys(rig.client, PREFIX, app.name)).to.be.greaterThan(0);
   });
 });

@@ -2,14 +2,12 @@
 // round trips between them, yet runs the task on one item at a time, in arrival order, in empty
 // work folders; a stop returns the prefetched jobs to the queue without using an attempt.
 import { expect } from 'chai';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { circeSuite } from '../support/circe-suite.js';
 import { specOf, until } from './support.js';
-import { appKeys, configureApp, connectRedis, getStatus, Sink, submitItems, TaskRunner, waitForItems } from '../../circe/index.js';
+import { appKeys, configureApp, getStatus, Sink, submitItems, TaskRunner, waitForItems } from '../../circe/index.js';
 import { PREFETCH, prefetchWindow } from '../../circe/runner/task-runner.js';
 import { FifoGate, Grouper } from '../../circe/runner/group.js';
 import type { AppSpec } from '../../config/types.js';
@@ -48,50 +46,30 @@ export async function task(inputs, pathin, pathout) {
 
 describe('circe runner: prefetch window and grouped round trips', function () {
   this.timeout(60_000);
-  let redis: TestRedis;
-  let client: Redis;
-  let work: string;
-  let closers: Array<{ close(): Promise<void> }> = [];
-
-  before(async () => {
-    redis = await startTestRedis();
-    client = connectRedis(redis.url);
-  });
-  after(async () => {
-    await client.quit();
-    await redis.stop();
-  });
-  beforeEach(async () => {
-    work = mkdtempSync(join(tmpdir(), 'jupiter-groups-'));
-    await client.flushall();
-  });
-  afterEach(async () => {
-    await Promise.all(closers.map((c) => c.close()));
-    closers = [];
-    rmSync(work, { recursive: true, force: true });
-  });
+  const closers: Array<{ close(): Promise<void> }> = [];
+  const rig = circeSuite({ workPrefix: 'jupiter-groups-', flushEach: true, closeEach: () => closers.splice(0) });
 
   function inputs(n: number, body: (i: number) => string): string[] {
-    mkdirSync(join(work, 'in'), { recursive: true });
+    mkdirSync(join(rig.work, 'in'), { recursive: true });
     return Array.from({ length: n }, (_, i) => {
-      const p = join(work, 'in', `${String(i).padStart(3, '0')}.txt`);
+      const p = join(rig.work, 'in', `${String(i).padStart(3, '0')}.txt`);
       writeFileSync(p, body(i));
       return p;
     });
   }
 
   const runner = (app: AppSpec, name: string): Promise<TaskRunner> =>
-    TaskRunner.start({ app, task: app.tasks.find((t) => t.name === name)!, node: 'n', redisUrl: redis.url, prefix: PREFIX, workDir: join(work, 'w', name) });
+    TaskRunner.start({ app, task: app.tasks.find((t) => t.name === name)!, node: 'n', redisUrl: rig.redis.url, prefix: PREFIX, workDir: join(rig.work, 'w', name) });
 
   it('runs one item at a time in (about) arrival order, each in empty folders, and delivers every output once', async () => {
-    const app = chainApp(work);
-    await configureApp(client, PREFIX, app.name, { backoffMs: 20 });
-    const out = join(work, 'out');
+    const app = chainApp(rig.work);
+    await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20 });
+    const out = join(rig.work, 'out');
     closers.push(await runner(app, 'p'), await runner(app, 'q'));
-    closers.push(await Sink.start({ app: app.name, redisUrl: redis.url, prefix: PREFIX, outputDir: out }));
+    closers.push(await Sink.start({ app: app.name, redisUrl: rig.redis.url, prefix: PREFIX, outputDir: out }));
     const files = inputs(150, (i) => `item ${i}\n`);
-    const items = await submitItems(client, PREFIX, app, files);
-    const res = await waitForItems(client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 50_000 });
+    const items = await submitItems(rig.client, PREFIX, app, files);
+    const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 50_000 });
     expect(res.every((r) => r.done && !r.failed && r.outputs.length === 1)).to.equal(true);
     expect(readdirSync(out)).to.have.length(150);
     expect(readFileSync(join(out, '042_p_q.txt'), 'utf8')).to.equal('item 42\n');
@@ -109,49 +87,49 @@ describe('circe runner: prefetch window and grouped round trips', function () {
       if (t === 'p') expect(order.filter((x, i) => Math.abs(Number(x) - i) > 2)).to.deep.equal([]);
       expect(l.filter((x) => x.startsWith('start ')).every((x) => x.endsWith(' s0'))).to.equal(true);
     }
-    const st = await getStatus(client, PREFIX, app);
+    const st = await getStatus(rig.client, PREFIX, app);
     expect(st.deadLetters).to.deep.equal([]);
     expect(st.tasks.map((t) => t.processed)).to.deep.equal([150, 150]);
-    expect(await client.keys(`${appKeys(PREFIX, app.name).base}blob*`)).to.deep.equal([]);
+    expect(await rig.client.keys(`${appKeys(PREFIX, app.name).base}blob*`)).to.deep.equal([]);
   });
 
   it('a stop returns the prefetched jobs to the queue untouched; a new runner finishes them', async () => {
-    const app = chainApp(work);
-    await configureApp(client, PREFIX, app.name, { backoffMs: 20 });
-    const out = join(work, 'out');
+    const app = chainApp(rig.work);
+    await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20 });
+    const out = join(rig.work, 'out');
     closers.push(await runner(app, 'q'));
-    closers.push(await Sink.start({ app: app.name, redisUrl: redis.url, prefix: PREFIX, outputDir: out }));
+    closers.push(await Sink.start({ app: app.name, redisUrl: rig.redis.url, prefix: PREFIX, outputDir: out }));
     const p1 = await runner(app, 'p');
-    const items = await submitItems(client, PREFIX, app, inputs(12, () => 'SLOW\n'));
+    const items = await submitItems(rig.client, PREFIX, app, inputs(12, () => 'SLOW\n'));
     const log = join(app.dir, 'scripts', 'run.log');
     // The first item shows the task's pace; from the second one on, the runner prefetches.
     await until(async () => existsSync(log) && readFileSync(log, 'utf8').includes('start 001.txt'), 10_000, 'the second item to start');
-    const queue = new Queue('p', { connection: client, prefix: appKeys(PREFIX, app.name).queuePrefix });
+    const queue = new Queue('p', { connection: rig.client, prefix: appKeys(PREFIX, app.name).queuePrefix });
     expect((await queue.getJobCounts('active')).active).to.be.greaterThan(2);
     await p1.close();
     const counts = await queue.getJobCounts('wait', 'active', 'delayed', 'failed');
     const k = appKeys(PREFIX, app.name);
-    const processed = Number(await client.hget(k.stats, 'processed:p'));
+    const processed = Number(await rig.client.hget(k.stats, 'processed:p'));
     // the running item finished; every other one is back in the queue, none failed or delayed
     expect(processed).to.be.at.least(2);
     expect(counts).to.deep.include({ active: 0, delayed: 0, failed: 0 });
     expect((counts.wait ?? 0) + processed).to.equal(12);
     const waiting = await queue.getJobs(['wait']);
     expect(waiting.every((j) => j.attemptsMade === 0)).to.equal(true);
-    expect(await client.hget(k.stats, 'retried:p')).to.equal(null);
+    expect(await rig.client.hget(k.stats, 'retried:p')).to.equal(null);
     await queue.close();
 
     closers.push(await runner(app, 'p'));
-    const res = await waitForItems(client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 40_000 });
+    const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 40_000 });
     expect(res.every((r) => r.done && !r.failed && r.outputs.length === 1)).to.equal(true);
     const starts = readFileSync(log, 'utf8').split('\n').filter((l) => /^start \d+\.txt/.test(l));
     expect(starts).to.have.length(12);
   });
 
   it('removes work folders of runners that died, and its own when it stops', async () => {
-    const app = chainApp(work);
-    await configureApp(client, PREFIX, app.name, {});
-    const parent = join(work, 'w', 'p');
+    const app = chainApp(rig.work);
+    await configureApp(rig.client, PREFIX, app.name, {});
+    const parent = join(rig.work, 'w', 'p');
     // A pid above Linux's pid_max belongs to no process.
     const stale = join(parent, '4194999-0-s0');
     mkdirSync(join(stale, 'input'), { recursive: true });

@@ -5,7 +5,8 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { dockerdSkipReason, startTestDockerd, type TestDockerd } from '../support/dockerd.js';
+import type { TestDockerd } from '../support/dockerd.js';
+import { startDockerdOrSkip } from '../support/docker-suite.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
@@ -33,17 +34,7 @@ describe('docker runtime: deploy and teardown timing of a 10-task app (real dock
   const outDir = mkdtempSync(join(tmpdir(), 'jupiter-docker-out-'));
 
   before(async function () {
-    const reason = dockerdSkipReason();
-    if (reason) {
-      console.log(`      skipped: ${reason}`);
-      this.skip();
-    }
-    try {
-      engine = await startTestDockerd();
-    } catch (e) {
-      console.log(`      skipped: dockerd cannot start here: ${(e as Error).message}`);
-      this.skip();
-    }
+    engine = await startDockerdOrSkip(this);
     redis = await startTestRedis();
     client = connectRedis(redis.url);
   });

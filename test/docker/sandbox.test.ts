@@ -5,7 +5,8 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { dockerdSkipReason, startTestDockerd, type TestDockerd } from '../support/dockerd.js';
+import type { TestDockerd } from '../support/dockerd.js';
+import { startDockerdOrSkip } from '../support/docker-suite.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { DEFAULT_BASE_IMAGE, ensureBaseImage } from '../../circe/runtime/docker-base.js';
 import { ensureAppImage } from '../../circe/runtime/docker-image.js';
@@ -38,17 +39,7 @@ describe('docker runtime: images and the container sandbox (real dockerd)', func
   const cleanups: Array<() => void | Promise<void>> = [];
 
   before(async function () {
-    const reason = dockerdSkipReason();
-    if (reason) {
-      console.log(`      skipped: ${reason}`);
-      this.skip();
-    }
-    try {
-      engine = await startTestDockerd({ bridge: true, tls: true });
-    } catch (e) {
-      console.log(`      skipped: dockerd cannot start here: ${(e as Error).message}`);
-      this.skip();
-    }
+    engine = await startDockerdOrSkip(this, { bridge: true, tls: true });
   });
 
   after(async () => {

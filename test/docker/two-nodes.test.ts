@@ -7,7 +7,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { dockerdSkipReason, startTestDockerd, type TestDockerd } from '../support/dockerd.js';
+import type { TestDockerd } from '../support/dockerd.js';
+import { startDockerdsOrSkip } from '../support/docker-suite.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { appsDir } from '../support/paths.js';
 import { loadApp } from '../../config/app/load.js';
@@ -33,18 +34,7 @@ describe('docker runtime: two engines as two nodes, items end to end (real docke
   const prefix = 'jupitertest:';
 
   before(async function () {
-    const reason = dockerdSkipReason();
-    if (reason) {
-      console.log(`      skipped: ${reason}`);
-      this.skip();
-    }
-    try {
-      [a, b] = await Promise.all([startTestDockerd(), startTestDockerd({ useExisting: false })]);
-    } catch (e) {
-      console.log(`      skipped: dockerd cannot start here: ${(e as Error).message}`);
-      await Promise.all([a?.stop(), b?.stop()]);
-      this.skip();
-    }
+    [a, b] = await startDockerdsOrSkip(this, [{}, { useExisting: false }]);
     redis = await startTestRedis();
     client = connectRedis(redis.url);
     app = await loadApp(join(appsDir, 'dummy'));

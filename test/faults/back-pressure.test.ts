@@ -4,14 +4,13 @@
 // the queues may hold at once). Through the real CLI.
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
-import { connectRedis } from '../../circe/queue/connection.js';
 import { AppQueues } from '../../circe/queue/transport.js';
 import type { DEFAULT_SETTINGS } from '../../circe/queue/settings.js';
 import { queueDepths } from '../../circe/home/source.js';
 import { waitForItems } from '../../circe/home/wait.js';
 import { loadApp } from '../../config/app/load.js';
-import { CliSandbox, countDeliveries, printCounts, sleep, writeChainApp, writeItems } from '../support/faults.js';
+import { countDeliveries, printCounts, sleep, writeChainApp, writeItems } from '../support/faults.js';
+import { cliSuite } from '../support/cli-suite.js';
 
 const APP = 'backpressure';
 const PREFIX = 'jupiter:';
@@ -27,26 +26,20 @@ const ITEM_BYTES = 64 * 1024;
 
 describe('fault: a slow consumer (back-pressure bounds queues and Redis memory)', function () {
   this.timeout(120_000);
-  const box = new CliSandbox('jupiter-backpressure-');
-  let redis: Redis | undefined;
-
-  after(async () => {
-    redis?.disconnect();
-    await box.dispose(APP);
-  });
+  const { box, redis: stackRedis } = cliSuite('jupiter-backpressure-', APP);
 
   it(`keeps every task queue within --queue-cap ${CAP} (+${SLACK}) while the source slows down`, async () => {
     const appDir = writeChainApp(box.cwd, APP, { tasks: 3, sleepOf: { 1: 20 } });
     const pad = 'x'.repeat(ITEM_BYTES);
     const files = writeItems(join(box.cwd, 'in'), N, 'b', (i) => `${i}b\n${pad}\n`);
     const dep = JSON.parse((await box.ok(['deploy', appDir, '--runtime', 'process', '--queue-cap', String(CAP), '--wait', '--json'], { timeoutMs: 120_000 })).stdout) as { deployment: { outputDir: string } };
-    redis = connectRedis(box.stack().redis!.url);
+    const redis = stackRedis();
     const settings = JSON.parse((await redis.hget(`${PREFIX}app:${APP}:settings`, 'json'))!) as typeof DEFAULT_SETTINGS;
     expect(settings.queueCap).to.equal(CAP);
 
     const app = await loadApp(appDir);
     const queues = new AppQueues(redis, PREFIX, APP, settings);
-    const memory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))![1]);
+    const memory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1]);
     const baseline = await memory();
     let maxDepth = 0;
     let maxTask = '';

@@ -3,11 +3,10 @@
 // (table and --json); every other item flows to the sink. Through the real CLI.
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
-import { connectRedis } from '../../circe/queue/connection.js';
 import type { DeadLetter } from '../../circe/queue/failures.js';
 import type { TaskEvent } from '../../config/events.js';
-import { CliSandbox, countDeliveries, printCounts, writeChainApp, writeItems } from '../support/faults.js';
+import { countDeliveries, printCounts, writeChainApp, writeItems } from '../support/faults.js';
+import { cliSuite } from '../support/cli-suite.js';
 
 const APP = 'deadletter';
 const PREFIX = 'jupiter:';
@@ -16,13 +15,7 @@ const failing = (i: number): boolean => i % 10 === 3;
 
 describe('fault: a task throws on some items (retries, backoff, dead letters in `jupiter status`)', function () {
   this.timeout(120_000);
-  const box = new CliSandbox('jupiter-deadletter-');
-  let redis: Redis | undefined;
-
-  after(async () => {
-    redis?.disconnect();
-    await box.dispose(APP);
-  });
+  const { box, redis: stackRedis } = cliSuite('jupiter-deadletter-', APP);
 
   it('dead-letters the failing items after 3 attempts with growing delays; the others are delivered', async () => {
     const appDir = writeChainApp(box.cwd, APP, { tasks: 3, failAt: 1 });
@@ -30,7 +23,7 @@ describe('fault: a task throws on some items (retries, backoff, dead letters in 
     const dep = JSON.parse((await box.ok(['deploy', appDir, '--runtime', 'process', '--wait', '--json'], { timeoutMs: 120_000 })).stdout) as { deployment: { outputDir: string } };
     const sub = await box.ok(['submit', APP, ...files, '--wait', '--timeout', '60']);
     expect(sub.stdout).to.include('failed');
-    redis = connectRedis(box.stack().redis!.url);
+    const redis = stackRedis();
 
     const bad = Array.from({ length: N }, (_, k) => k + 1).filter(failing).map((i) => `${i}x`);
     const good = Array.from({ length: N }, (_, k) => k + 1).filter((i) => !failing(i)).map((i) => `${i}x`);

@@ -14,7 +14,8 @@ import { configureApp, connectRedis, ProcessRuntime, Sink, submitItems, waitForI
 import { DockerRuntime } from '../../circe/runtime/docker.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { dockerdSkipReason, startTestDockerd, type TestDockerd } from '../support/dockerd.js';
+import type { TestDockerd } from '../support/dockerd.js';
+import { startDockerdOrSkip } from '../support/docker-suite.js';
 import { dockerCluster } from '../docker/fixture.js';
 import { countDeliveries, pidAlive, printCounts, until, writeChainApp, writeItems, type DeliveryCount } from '../support/faults.js';
 
@@ -100,17 +101,7 @@ describe('fault: kill -9 a task runner mid-stream (1,000 items)', function () {
     const rt = new DockerRuntime();
 
     before(async function () {
-      const reason = dockerdSkipReason();
-      if (reason) {
-        console.log(`      skipped: ${reason}`);
-        this.skip();
-      }
-      try {
-        engine = await startTestDockerd();
-      } catch (e) {
-        console.log(`      skipped: dockerd cannot start here: ${(e as Error).message}`);
-        this.skip();
-      }
+      engine = await startDockerdOrSkip(this);
     });
     after(async () => {
       if (cluster) await rt.teardown(app.name, cluster).catch(() => undefined);

@@ -5,11 +5,10 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
-import { connectRedis } from '../../circe/queue/connection.js';
 import { waitForItems } from '../../circe/home/wait.js';
 import { readMapping } from '../../orchestrator/deploy/record.js';
-import { CliSandbox, countDeliveries, killPid, pidAlive, printCounts, until, writeChainApp, writeItems } from '../support/faults.js';
+import { countDeliveries, killPid, pidAlive, printCounts, until, writeChainApp, writeItems } from '../support/faults.js';
+import { cliSuite } from '../support/cli-suite.js';
 
 const APP = 'nodeloss';
 const PREFIX = 'jupiter:';
@@ -17,19 +16,13 @@ const N = 500;
 
 describe('fault: a node is lost mid-stream (real CLI, embedded stack, process runtime)', function () {
   this.timeout(180_000);
-  const box = new CliSandbox('jupiter-nodeloss-');
-  let redis: Redis | undefined;
-
-  after(async () => {
-    redis?.disconnect();
-    await box.dispose(APP);
-  });
+  const { box, redis: stackRedis } = cliSuite('jupiter-nodeloss-', APP);
 
   it('detects the loss within 10 s, moves its tasks, and delivers every item exactly once', async () => {
     const appDir = writeChainApp(box.cwd, APP, { tasks: 3, sleepMs: 10 });
     const files = writeItems(join(box.cwd, 'in'), N, 'n');
     const dep = JSON.parse((await box.ok(['deploy', appDir, '--runtime', 'process', '--wait', '--json'], { timeoutMs: 150_000 })).stdout) as { deployment: { outputDir: string } };
-    redis = connectRedis(box.stack().redis!.url);
+    const redis = stackRedis();
     const before = (await readMapping(redis, PREFIX, APP))!.mapping;
     // The node with most tasks (HEFT often puts a light chain on one node).
     const counts = new Map<string, number>();
@@ -38,7 +31,7 @@ describe('fault: a node is lost mid-stream (real CLI, embedded stack, process ru
     const victimTasks = Object.keys(before).filter((t) => before[t] === victim);
 
     await box.ok(['submit', APP, ...files]);
-    const stats = async (): Promise<number> => Number(await redis!.hget(`${PREFIX}app:${APP}:stats`, 'delivered'));
+    const stats = async (): Promise<number> => Number(await redis.hget(`${PREFIX}app:${APP}:stats`, 'delivered'));
     await until(async () => (await stats()) >= 60, 60_000, 'the stream to flow');
 
     // Kill the node: its agent, then each runner's supervisor before the runner (else it restarts it).
@@ -54,7 +47,7 @@ describe('fault: a node is lost mid-stream (real CLI, embedded stack, process ru
 
     // Detection: the reconciler's new placement (written once the new runners run).
     const after = await until(async () => {
-      const m = (await readMapping(redis!, PREFIX, APP))!.mapping;
+      const m = (await readMapping(redis, PREFIX, APP))!.mapping;
       return victimTasks.every((t) => m[t] !== victim) ? m : undefined;
     }, 30_000, 'the reconciler to move the tasks', 100);
     const hubLog = readFileSync(join(box.stateDir, 'logs', 'hub.log'), 'utf8');
@@ -92,15 +85,16 @@ describe('fault: a node is lost mid-stream (real CLI, embedded stack, process ru
   });
 
   it('an agent lost while its runners live: the tasks move and the old runners stop', async () => {
+    const redis = stackRedis();
     const st0 = box.stack();
-    const before = (await readMapping(redis!, PREFIX, APP))!.mapping;
+    const before = (await readMapping(redis, PREFIX, APP))!.mapping;
     const victim = Object.values(before)[0]!;
     const old = box.runners(APP).filter((r) => r.node === victim && pidAlive(r.supervisorPid));
     expect(old.length).to.be.greaterThan(0);
     const t0 = Date.now();
     killPid(st0.agents![victim]!.pid);
     const after = await until(async () => {
-      const m = (await readMapping(redis!, PREFIX, APP))!.mapping;
+      const m = (await readMapping(redis, PREFIX, APP))!.mapping;
       return old.every((r) => m[r.task] !== victim) ? m : undefined;
     }, 30_000, 'the reconciler to move the tasks', 100);
     const movedMs = Date.now() - t0;
@@ -110,7 +104,7 @@ describe('fault: a node is lost mid-stream (real CLI, embedded stack, process ru
     await box.ok(['submit', APP, ...files, '--wait', '--timeout', '60']);
     const items = files.map((f) => f.split('/').pop()!.replace('.txt', ''));
     const outDir = JSON.parse((await box.ok(['status', APP, '--json'])).stdout).deployment.outputDir as string;
-    const c = await countDeliveries(redis!, PREFIX, APP, outDir, items.map((i) => `${i}_t2.txt`), [
+    const c = await countDeliveries(redis, PREFIX, APP, outDir, items.map((i) => `${i}_t2.txt`), [
       '0s_t2.txt', ...Array.from({ length: N }, (_, k) => `${k + 1}n_t2.txt`),
     ]);
     console.log(`      agent of ${victim} killed, its runners alive: tasks moved to ${old.map((r) => after[r.task]).join(', ')} after ${(movedMs / 1000).toFixed(1)} s; the ${old.length} old runner(s) stopped`);

@@ -1,37 +1,21 @@
 // Three real agents (child processes of the built CLI) on loopback against a real redis-server.
 import { expect } from 'chai';
-import { Redis } from 'ioredis';
 import { runCli } from '../support/cli.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { agentsSuite } from '../support/agents-suite.js';
 import { isComplete, readProfileView, readProfiles } from '../../orchestrator/profiles/read.js';
-import { spawnAgent, waitFor, type AgentProc } from './agent-procs.js';
+import { spawnAgent, waitFor } from './agent-procs.js';
 
 const NODES = ['node1', 'node2', 'node3'];
 
 describe('profilers: three agents on loopback', function () {
   this.timeout(90_000);
-  let redis: TestRedis;
-  let client: Redis;
-  let agents: AgentProc[] = [];
-  let env: NodeJS.ProcessEnv;
-
-  before(async () => {
-    redis = await startTestRedis();
-    client = new Redis(redis.url);
-    env = { JUPITER_REDIS_URL: redis.url, JUPITER_CONFIG: '' };
-  });
-
-  after(async () => {
-    await Promise.all(agents.map((a) => a.stop('SIGKILL')));
-    client?.disconnect();
-    await redis?.stop();
-  });
+  const rig = agentsSuite({ JUPITER_CONFIG: '' });
 
   it('publishes a complete profile (every link fitted, every node\'s resources) within seconds', async () => {
     const t0 = Date.now();
-    agents = NODES.map((n) => spawnAgent(n, ['--redis', redis.url], { env }));
+    rig.agents = NODES.map((n) => spawnAgent(n, ['--redis', rig.redis.url], { env: rig.env }));
     const snap = await waitFor('a complete profile', async () => {
-      const view = await readProfileView(client);
+      const view = await readProfileView(rig.client);
       return view.agents.length === 3 && isComplete(view.snapshot, NODES) && view.snapshot;
     }, 60_000, 50);
     const ms = Date.now() - t0;
@@ -51,11 +35,11 @@ describe('profilers: three agents on loopback', function () {
   });
 
   it('`jupiter profile` shows the nodes and the link matrix; --json the same data', async () => {
-    const text = await runCli(['profile'], { env });
+    const text = await runCli(['profile'], { env: rig.env });
     expect(text.code, text.stderr).to.equal(0);
     for (const n of NODES) expect(text.stdout).to.include(n);
     expect(text.stdout).to.match(/6 fitted/);
-    const json = await runCli(['profile', '--json'], { env });
+    const json = await runCli(['profile', '--json'], { env: rig.env });
     expect(json.code, json.stderr).to.equal(0);
     const view = JSON.parse(json.stdout) as { agents: Array<{ node: string }>; snapshot: { links: unknown[] } };
     expect(view.agents.map((a) => a.node)).to.deep.equal(NODES);
@@ -63,9 +47,9 @@ describe('profilers: three agents on loopback', function () {
   });
 
   it('`jupiter profile exec` records duration and output volume of every task on every node', async () => {
-    const r = await runCli(['profile', 'exec', 'dummy'], { env, timeoutMs: 120_000 });
+    const r = await runCli(['profile', 'exec', 'dummy'], { env: rig.env, timeoutMs: 120_000 });
     expect(r.code, r.stderr + r.stdout).to.equal(0);
-    const snap = await readProfiles(client);
+    const snap = await readProfiles(rig.client);
     const exec = snap.exec.filter((e) => e.app === 'dummy');
     expect(exec).to.have.length(7 * 3);
     for (const e of exec) {
@@ -76,7 +60,7 @@ describe('profilers: three agents on loopback', function () {
   });
 
   it('`jupiter map <app> --mapper heft` works from the live profiles, without a profiles file', async () => {
-    const r = await runCli(['map', 'dummy', '--mapper', 'heft', '--json'], { env });
+    const r = await runCli(['map', 'dummy', '--mapper', 'heft', '--json'], { env: rig.env });
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stderr).to.match(/live profiles of 3 agent/);
     const mapping = (JSON.parse(r.stdout) as { mapping: Record<string, string> }).mapping;
@@ -85,36 +69,36 @@ describe('profilers: three agents on loopback', function () {
   });
 
   it('a SIGKILLed agent disappears from `jupiter profile` and from new mappings within 10 s', async () => {
-    const victim = agents.find((a) => a.node === 'node2')!;
+    const victim = rig.agents.find((a) => a.node === 'node2')!;
     await victim.stop('SIGKILL');
     const t0 = Date.now();
     await waitFor('node2 to leave the profile', async () => {
-      const r = await runCli(['profile', '--json'], { env });
+      const r = await runCli(['profile', '--json'], { env: rig.env });
       const view = JSON.parse(r.stdout) as { agents: Array<{ node: string }> };
       return !view.agents.some((a) => a.node === 'node2');
     }, 20_000, 200);
     const ms = Date.now() - t0;
     console.log(`      killed agent left the profile after ${ms} ms (limit 10 s)`);
     expect(ms).to.be.below(10_000);
-    const r = await runCli(['map', 'dummy', '--mapper', 'heft', '--json'], { env });
+    const r = await runCli(['map', 'dummy', '--mapper', 'heft', '--json'], { env: rig.env });
     expect(r.code, r.stderr).to.equal(0);
     const mapping = (JSON.parse(r.stdout) as { mapping: Record<string, string> }).mapping;
     expect(Object.values(mapping)).to.not.include('node2');
   });
 
   it('a SIGTERMed agent deregisters at once and exits 0', async () => {
-    const agent = agents.find((a) => a.node === 'node3')!;
+    const agent = rig.agents.find((a) => a.node === 'node3')!;
     const exit = new Promise<number | null>((resolve) => agent.child.once('exit', (code) => resolve(code)));
     await agent.stop('SIGTERM');
     expect(await exit).to.equal(0);
-    const view = await readProfileView(client);
+    const view = await readProfileView(rig.client);
     expect(view.agents.map((a) => a.node)).to.deep.equal(['node1']);
     expect(agent.log()).to.include('SIGTERM: stopping');
   });
 
   it('refuses bad options with exit code 2', async () => {
     for (const args of [['--node', 'bad name'], ['--node', 'n', '--listen', 'nope'], ['--node', 'n', '--probe-sizes', '0,x'], ['--node', 'n', '--heartbeat', '-1']]) {
-      const r = await runCli(['agent', ...args, '--redis', redis.url], { env });
+      const r = await runCli(['agent', ...args, '--redis', rig.redis.url], { env: rig.env });
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(2);
       expect(r.stderr).to.match(/hint:/);
     }

@@ -3,61 +3,48 @@
 // mappers/ for the same profiles and seed. Profiles are frozen after the bootstrap (refresh and
 // resource interval of an hour) so both sides see the same numbers.
 import { expect } from 'chai';
-import { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import { mappers, problemFromProfiles } from '../../mappers/index.js';
 import { isComplete, readProfileView, readProfiles } from '../../orchestrator/profiles/read.js';
 import { runCli } from '../support/cli.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { spawnAgent, waitFor, type AgentProc } from './agent-procs.js';
+import { agentsSuite } from '../support/agents-suite.js';
+import { spawnAgent, waitFor } from './agent-procs.js';
 
 const NODES = ['node1', 'node2', 'node3'];
 
 describe('profilers: distributed WAVE on three agents', function () {
   this.timeout(180_000);
-  let redis: TestRedis;
-  let client: Redis;
-  let agents: AgentProc[] = [];
-  let env: NodeJS.ProcessEnv;
+  const rig = agentsSuite();
 
   before(async () => {
-    redis = await startTestRedis();
-    client = new Redis(redis.url);
-    env = { JUPITER_REDIS_URL: redis.url };
-    agents = NODES.map((n) => spawnAgent(n, ['--redis', redis.url, '--refresh', '3600', '--resource-interval', '3600'], { env }));
+    rig.agents = NODES.map((n) => spawnAgent(n, ['--redis', rig.redis.url, '--refresh', '3600', '--resource-interval', '3600'], { env: rig.env }));
     // Frozen = complete and no link refitted for 3 s (the bootstrap burst is over).
     try {
       await waitFor('frozen profiles', async () => {
-        const v = await readProfileView(client);
+        const v = await readProfileView(rig.client);
         const newest = Math.max(...v.snapshot.links.map((l) => l.updatedAt));
         return v.agents.length === 3 && isComplete(v.snapshot, NODES) && Date.now() - newest > 3000;
       }, 90_000, 200);
     } catch (e) {
-      for (const a of agents) console.log(`--- ${a.node}\n${a.log()}`);
+      for (const a of rig.agents) console.log(`--- ${a.node}\n${a.log()}`);
       throw e;
     }
     for (const app of ['dummy', 'anomaly']) {
-      const r = await runCli(['profile', 'exec', app], { env, timeoutMs: 120_000 });
+      const r = await runCli(['profile', 'exec', app], { env: rig.env, timeoutMs: 120_000 });
       expect(r.code, r.stderr).to.equal(0);
     }
-  });
-
-  after(async () => {
-    await Promise.all(agents.map((a) => a.stop('SIGKILL')));
-    client?.disconnect();
-    await redis?.stop();
   });
 
   for (const app of ['dummy', 'anomaly']) {
     for (const mapper of ['wave-greedy', 'wave-random']) {
       for (const seed of [1, 7]) {
         it(`${mapper} (seed ${seed}) on ${app}: the agents' mapping equals the simulation`, async () => {
-          const r = await runCli(['map', app, '--mapper', mapper, '--seed', String(seed), '--json'], { env });
+          const r = await runCli(['map', app, '--mapper', mapper, '--seed', String(seed), '--json'], { env: rig.env });
           expect(r.code, r.stderr).to.equal(0);
           expect(r.stderr).to.match(new RegExp(`${mapper} ran distributed on 3 agent`));
           const got = (JSON.parse(r.stdout) as { mapping: Record<string, string> }).mapping;
           const spec = await loadApp(app);
-          const problem = problemFromProfiles(spec, await readProfiles(client), { nodes: NODES });
+          const problem = problemFromProfiles(spec, await readProfiles(rig.client), { nodes: NODES });
           const want = mappers[mapper]!(problem, { seed }).mapping;
           expect(got).to.deep.equal(want);
         });
@@ -66,7 +53,7 @@ describe('profilers: distributed WAVE on three agents', function () {
   }
 
   it('agents, not the home, placed the non-entry tasks', async () => {
-    const logs = agents.map((a) => a.log()).join('\n');
+    const logs = rig.agents.map((a) => a.log()).join('\n');
     expect(logs).to.match(/WAVE dummy: task0@node1 placed task1 on node\d/);
   });
 });

@@ -4,6 +4,7 @@
 // and start the 10 containers; "ready" = until every runner consumes its queue; then one item
 // crosses all 10 containers, and teardown removes them. Repeated BENCH_ROUNDS times (medians).
 // Skipped with the reason printed when no engine can be started here (needs root and dockerd).
+import { NOOP_TASK_SOURCE } from './noop-task.js';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -45,16 +46,7 @@ function makeApp(root: string): string {
     taskname_map: Object.fromEntries(names.map((t) => [t, ['pass', true]])),
     exec_profiler: Object.fromEntries(names.map((t) => [t, true])),
   }));
-  writeFileSync(join(dir, 'scripts', 'pass.mjs'), [
-    "import { renameSync } from 'node:fs';",
-    "import { join } from 'node:path';",
-    'export function task(inputs, pathin, pathout) {',
-    '  const out = join(pathout, inputs[0]);',
-    '  renameSync(join(pathin, inputs[0]), out);',
-    '  return [out];',
-    '}',
-    '',
-  ].join('\n'));
+  writeFileSync(join(dir, 'scripts', 'pass.mjs'), NOOP_TASK_SOURCE);
   writeFileSync(join(dir, 'sample_input', '1.txt'), 'hello\n');
   return dir;
 }

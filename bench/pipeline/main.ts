@@ -12,6 +12,7 @@
 // BENCH_CONCURRENCY (runner concurrency; default: the pipeline default), BENCH_ONLY=ours,
 // BENCH_PROFILE=<dir> (CPU profiles of the runners), BENCH_RESULTS=<file> (JSON, default
 // bench/results/pipeline.json).
+import { NOOP_TASK_SOURCE } from './noop-task.js';
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -107,17 +108,7 @@ function makeApp(root: string): string {
     taskname_map: { s1: ['noop', true], s2: ['noop', true], s3: ['noop', true] },
     exec_profiler: { s1: true, s2: true, s3: true },
   }));
-  // No-op: hand the input on unchanged (a rename, no copy).
-  writeFileSync(join(dir, 'scripts', 'noop.mjs'), [
-    "import { renameSync } from 'node:fs';",
-    "import { join } from 'node:path';",
-    'export function task(inputs, pathin, pathout) {',
-    '  const out = join(pathout, inputs[0]);',
-    '  renameSync(join(pathin, inputs[0]), out);',
-    '  return [out];',
-    '}',
-    '',
-  ].join('\n'));
+  writeFileSync(join(dir, 'scripts', 'noop.mjs'), NOOP_TASK_SOURCE);
   writeFileSync(join(dir, 'sample_input', '1.bin'), PAYLOAD);
   return dir;
 }

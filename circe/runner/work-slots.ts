@@ -3,6 +3,7 @@
 // empty folders, without creating and removing two folders per item. Folders are named
 // `<pid>-<runner>-s<slot>[.<generation>]` (<runner> counts the runners of this process); a
 // runner removes those of processes that no longer exist.
+import { isAlive } from '../runtime/pid.js';
 import { accessSync, constants, mkdirSync, readdirSync, rmSync, statfsSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,15 +21,6 @@ export function defaultWorkRoot(): string {
     // no /dev/shm here
   }
   return tmpdir();
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 const SLOT_DIR = /^(\d+)-\d+-s\d+(\.\d+)?$/;
@@ -96,7 +88,7 @@ export function openSlots(parent: string, count: number): WorkSlot[] {
   mkdirSync(parent, { recursive: true });
   for (const name of readdirSync(parent)) {
     const m = SLOT_DIR.exec(name);
-    if (m && Number(m[1]) !== process.pid && !alive(Number(m[1]))) rmSync(join(parent, name), { recursive: true, force: true });
+    if (m && Number(m[1]) !== process.pid && !isAlive(Number(m[1]))) rmSync(join(parent, name), { recursive: true, force: true });
   }
   const runner = opened++;
   return Array.from({ length: count }, (_, i) => new WorkSlot(parent, `${process.pid}-${runner}-s${i}`));

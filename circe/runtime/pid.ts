@@ -1,5 +1,6 @@
-// Whether a process still runs. A zombie (exited, not yet reaped by its parent) counts as gone:
-// where PID 1 reaps slowly, waiting for zombies would stretch every stop to its full grace time.
+// Whether a process still runs. A zombie (exited, not yet reaped by its parent) or a dead entry
+// counts as gone: where PID 1 reaps slowly, waiting for zombies would stretch every stop to its
+// full grace time.
 import { readFileSync } from 'node:fs';
 
 export function isAlive(pid: number | null | undefined): boolean {
@@ -7,13 +8,13 @@ export function isAlive(pid: number | null | undefined): boolean {
   try {
     process.kill(pid, 0);
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   try {
     // /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses, so split at the last ')'.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
   } catch {
-    return true; // no /proc (not Linux): kill(0) said it exists
+    return process.platform !== 'linux'; // no /proc elsewhere: kill(0) said it exists
   }
 }

@@ -31,8 +31,6 @@ export interface ProcessRuntimeOptions {
   stopGraceSec?: number;
 }
 
-const alive = isAlive;
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export function appStateDir(cluster: Pick<ClusterConfig, 'stateDir'>, app: string): string {
@@ -78,11 +76,11 @@ export class ProcessRuntime implements Runtime {
       // stops after the item in hand, and a dead one's state file goes, so list() and teardown
       // only see the runner the placement names.
       for (const old of existing.filter((e) => e.state.task === spec.task && e.state.node !== spec.node)) {
-        if (alive(old.state.supervisorPid)) process.kill(old.state.supervisorPid, 'SIGTERM');
-        else if (alive(old.state.runnerPid)) process.kill(old.state.runnerPid!, 'SIGTERM');
-        if (!alive(old.state.supervisorPid)) await rm(old.file, { force: true });
+        if (isAlive(old.state.supervisorPid)) process.kill(old.state.supervisorPid, 'SIGTERM');
+        else if (isAlive(old.state.runnerPid)) process.kill(old.state.runnerPid!, 'SIGTERM');
+        if (!isAlive(old.state.supervisorPid)) await rm(old.file, { force: true });
       }
-      const running = existing.find((e) => e.file === stateFile && alive(e.state.supervisorPid));
+      const running = existing.find((e) => e.file === stateFile && isAlive(e.state.supervisorPid));
       if (running) {
         handles.push({ task: spec.task, node: spec.node, id: String(running.state.runnerPid ?? running.state.supervisorPid) });
         continue;
@@ -123,7 +121,7 @@ export class ProcessRuntime implements Runtime {
 
   async list(app: string, cluster: ClusterConfig): Promise<RunnerHandle[]> {
     return (await this.readStates(app, cluster))
-      .filter((e) => alive(e.state.supervisorPid))
+      .filter((e) => isAlive(e.state.supervisorPid))
       .map((e) => ({ task: e.state.task, node: e.state.node, id: String(e.state.runnerPid ?? e.state.supervisorPid) }));
   }
 
@@ -131,13 +129,13 @@ export class ProcessRuntime implements Runtime {
     const states = await this.readStates(app, cluster);
     const removed: string[] = [];
     for (const { state } of states) {
-      if (alive(state.supervisorPid)) process.kill(state.supervisorPid, 'SIGTERM');
+      if (isAlive(state.supervisorPid)) process.kill(state.supervisorPid, 'SIGTERM');
     }
     const deadline = Date.now() + (this.opts.stopGraceSec ?? 20) * 1000;
     for (const { file, state } of states) {
-      while (alive(state.supervisorPid) && Date.now() < deadline) await sleep(50);
+      while (isAlive(state.supervisorPid) && Date.now() < deadline) await sleep(50);
       for (const pid of [state.supervisorPid, state.runnerPid]) {
-        if (alive(pid)) {
+        if (isAlive(pid)) {
           try {
             process.kill(pid!, 'SIGKILL');
           } catch {

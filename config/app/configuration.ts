@@ -4,7 +4,7 @@
 // This module only checks each line on its own; graph rules (unknown child, cycles, joins) are in dag.ts.
 import { inputError } from '../errors.js';
 import { HOME, SAFE_NAME } from '../types.js';
-import { fieldsOf, isSkippable, splitLines } from './text.js';
+import { contentLines } from './text.js';
 
 /** Longest task or node name: they become queue, container and file names. */
 export const MAX_NAME_LENGTH = 64;
@@ -85,17 +85,12 @@ function parseTaskLine(f: string[], file: string, line: number): TaskLine {
 
 /** Parse configuration.txt text. `file` is only used in messages. */
 export function parseConfiguration(text: string, file: string): ParsedConfiguration {
-  const lines = splitLines(text);
   let declared = -1;
   let declaredLine = 0;
   const tasks: TaskLine[] = [];
   const placement: PlacementLine[] = [];
   const taskLineOf = new Map<string, number>();
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!;
-    const line = i + 1;
-    if (isSkippable(raw)) continue;
-    const f = fieldsOf(raw);
+  for (const { line, raw, fields: f } of contentLines(text)) {
     if (declared < 0) {
       if (f.length !== 1 || !/^\d+$/.test(f[0]!) || Number(f[0]) > MAX_TASKS) {
         throw inputError(`the first line must be the number of tasks N, got ${JSON.stringify(raw.trim().slice(0, 60))}`, {

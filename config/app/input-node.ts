@@ -2,7 +2,7 @@
 // space-separated: the node where the entry task should run (WAVE's starting point).
 import { inputError } from '../errors.js';
 import { checkName } from './configuration.js';
-import { fieldsOf, isSkippable, splitLines } from './text.js';
+import { contentLines } from './text.js';
 
 export interface InputNodeEntry {
   node: string;
@@ -11,13 +11,8 @@ export interface InputNodeEntry {
 
 export function parseInputNode(text: string, file: string): Map<string, InputNodeEntry> {
   const out = new Map<string, InputNodeEntry>();
-  const lines = splitLines(text);
   let headerSeen = false;
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!;
-    const line = i + 1;
-    if (isSkippable(raw)) continue;
-    const f = fieldsOf(raw);
+  for (const { line, raw, fields: f } of contentLines(text)) {
     if (f.length !== 2) {
       throw inputError(`expected 2 fields, got ${f.length}`, { file, line, hint: 'the first line is the header `task node`, then one `<entry task> <node>` line per entry task' });
     }

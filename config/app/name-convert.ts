@@ -1,7 +1,7 @@
 // name_convert.txt: `<task> <output_token> <input_token>` per line, plus a line starting with
 // `input` for the global input. Used to map intermediate file names back to the original input.
 import { inputError } from '../errors.js';
-import { fieldsOf, isSkippable, splitLines } from './text.js';
+import { contentLines } from './text.js';
 
 export interface NameConvertEntry {
   output: string;
@@ -11,12 +11,7 @@ export interface NameConvertEntry {
 
 export function parseNameConvert(text: string, file: string): Map<string, NameConvertEntry> {
   const out = new Map<string, NameConvertEntry>();
-  const lines = splitLines(text);
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!;
-    const line = i + 1;
-    if (isSkippable(raw)) continue;
-    const f = fieldsOf(raw);
+  for (const { line, fields: f } of contentLines(text)) {
     if (f.length !== 3) {
       throw inputError(`expected 3 fields, got ${f.length}`, { file, line, hint: 'each line is `<task> <output_token> <input_token>` (the first line may start with `input`)' });
     }

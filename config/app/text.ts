@@ -123,6 +123,18 @@ export function isSkippable(line: string): boolean {
   return t === '' || t.startsWith('#');
 }
 
+export interface ContentLine {
+  /** 1-based line number in the file. */
+  line: number;
+  raw: string;
+  fields: string[];
+}
+
+/** The lines of a line-oriented file that carry content (no blanks, no comments), split into fields. */
+export function contentLines(text: string): ContentLine[] {
+  return splitLines(text).flatMap((raw, i) => (isSkippable(raw) ? [] : [{ line: i + 1, raw, fields: fieldsOf(raw) }]));
+}
+
 export async function isDirectory(path: string): Promise<boolean> {
   try {
     return (await stat(path)).isDirectory();

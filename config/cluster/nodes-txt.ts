@@ -2,7 +2,7 @@
 // first. Legacy columns (user, password) are ignored and never kept.
 import { inputError } from '../errors.js';
 import { HOME, SAFE_NAME } from '../types.js';
-import { fieldsOf, isSkippable, splitLines } from '../app/text.js';
+import { contentLines } from '../app/text.js';
 
 export interface NodeLine {
   name: string;
@@ -14,12 +14,7 @@ export const HOST_NAME = /^[A-Za-z0-9._:[\]-]{1,253}$/;
 
 export function parseNodesTxt(text: string, file: string): NodeLine[] {
   const nodes: NodeLine[] = [];
-  const lines = splitLines(text);
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!;
-    const line = i + 1;
-    if (isSkippable(raw)) continue;
-    const f = fieldsOf(raw);
+  for (const { line, fields: f } of contentLines(text)) {
     if (f.length < 2) {
       throw inputError(`expected \`<name> <host>\`, got ${JSON.stringify(f[0] ?? '')}`, { file, line, hint: 'each line is `<node name> <host name or IP>`; the first is the home' });
     }

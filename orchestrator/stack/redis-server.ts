@@ -89,11 +89,6 @@ export class RedisServer {
     await exited;
     clearTimeout(timer);
   }
-
-  /** Kill -9, for fault tests. */
-  kill(): void {
-    this.child?.kill('SIGKILL');
-  }
 }
 
 /** Resolve once a PING succeeds at url, or fail after timeoutMs. */

@@ -10,7 +10,8 @@ import { loadApp } from '../../config/app/load.js';
 import { HOME, type AppSpec } from '../../config/types.js';
 import { appsDir, fixturesDir } from '../support/paths.js';
 import { anomalyExpected, expectedDummyOutputs, jobOf, reportSummary, type AnomalyReport } from './oracle.js';
-import { isAlive, parseDeployOutput, sleep, statusJson, WorkDir, type DeployOutput } from './workdir.js';
+import { isAlive } from '../../circe/runtime/pid.js';
+import { parseDeployOutput, sleep, statusJson, WorkDir, type DeployOutput } from './workdir.js';
 import { parsePrometheus, sampleValue } from '../dashboard/prom.js';
 
 const NODES = ['node1', 'node2', 'node3'];

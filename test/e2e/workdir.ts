@@ -22,25 +22,7 @@ export interface RunnerStateFile {
   node: string;
 }
 
-/**
- * Whether the process runs. A zombie (exited, not yet reaped) does not: detached services are
- * re-parented to PID 1, and some container inits reap them only every few seconds.
- */
-export function isAlive(pid: number | null | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  try {
-    // /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces or parentheses.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return process.platform !== 'linux';
-  }
-}
+import { isAlive } from '../../circe/runtime/pid.js';
 
 export class WorkDir {
   readonly dir = mkdtempSync(join(tmpdir(), 'jupiter-e2e-'));

@@ -1,11 +1,11 @@
-// The dashboard server (node:http): the static page, the browser build of mqtt.js, /config.json
-// (where the browser finds the broker), /metrics (Prometheus) and /healthz. It hosts the telemetry
-// bridge, and an embedded aedes broker when no broker is given. The page itself gets all live data
-// over MQTT; it fetches /config.json once and never polls.
+// The dashboard server (node:http): the static page, /config.json (which app to show first),
+// /live (a WebSocket relaying telemetry, live-socket.ts), /metrics (Prometheus) and /healthz. It
+// hosts the telemetry bridge, and an embedded aedes broker when no broker is given. The server
+// itself subscribes to the broker (mqtt-feed.ts), so browsers never get a broker address or credential;
+// the page fetches /config.json once, then gets everything over /live and never polls.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runtimeError } from '../../config/errors.js';
@@ -14,13 +14,8 @@ import { freePort } from '../stack/free-port.js';
 import { TelemetryBridge, type BridgeOptions } from '../telemetry/bridge.js';
 import { TelemetryMetrics } from '../telemetry/metrics.js';
 import type { PublisherOptions } from '../telemetry/publisher.js';
-
-export interface BrokerForBrowser {
-  /** ws:// or wss:// URL of the broker's WebSocket listener. */
-  url: string;
-  username?: string;
-  password?: string;
-}
+import { TelemetryFeed, type FeedOptions } from './mqtt-feed.js';
+import { LiveSocket } from './live-socket.js';
 
 export interface DashboardOptions {
   redisUrl: string;
@@ -35,8 +30,12 @@ export interface DashboardOptions {
    * (on embeddedPorts, free ones by default); null = do not publish (another bridge does).
    */
   mqtt?: (PublisherOptions & { compat?: boolean }) | null;
-  /** Where the browser connects; required with an external broker (its WebSocket listener). */
-  browserBroker?: BrokerForBrowser;
+  /**
+   * The broker this server subscribes to for the pages' live data (with these credentials, which
+   * stay here). Default: the broker the bridge publishes to, or the embedded one; needed with
+   * mqtt: null (another process's bridge publishes).
+   */
+  live?: FeedOptions;
   embeddedPorts?: { port?: number; wsPort?: number; host?: string };
   /** Passed to the bridge (intervals, app filter). */
   bridge?: Pick<BridgeOptions, 'statsIntervalMs' | 'pollIntervalMs' | 'blockMs' | 'windowSec' | 'apps'>;
@@ -62,19 +61,14 @@ function findStaticDir(): string {
   return join(dir, 'orchestrator', 'dashboard', 'static');
 }
 
-function mqttBrowserBundle(): string {
-  const pkg = createRequire(import.meta.url).resolve('mqtt/package.json');
-  return join(dirname(pkg), 'dist', 'mqtt.esm.js');
-}
-
 export class DashboardServer {
   private http?: Server;
   private broker?: MqttBroker;
   readonly bridge: TelemetryBridge;
   readonly metrics: TelemetryMetrics;
   private readonly staticDir = findStaticDir();
-  private readonly bundle = mqttBrowserBundle();
-  private browserBroker?: BrokerForBrowser;
+  private feed?: TelemetryFeed;
+  private live?: LiveSocket;
   port = 0;
 
   constructor(private readonly opts: DashboardOptions) {
@@ -82,7 +76,6 @@ export class DashboardServer {
     // its publisher options are completed in start() once an embedded broker has its ports.
     this.bridge = new TelemetryBridge({ redisUrl: opts.redisUrl, prefix: opts.prefix, log: opts.log, ...opts.bridge });
     this.metrics = new TelemetryMetrics(this.bridge);
-    this.browserBroker = opts.browserBroker;
   }
 
   get host(): string {
@@ -108,13 +101,13 @@ export class DashboardServer {
       const e = this.opts.embeddedPorts ?? {};
       this.broker = await new MqttBroker({ host: e.host, port: e.port, wsPort: e.wsPort }).start();
       mqttOpts = { url: this.broker.tcpUrl };
-      this.browserBroker ??= { url: this.broker.wsUrl };
-    }
-    if (!this.browserBroker && mqttOpts && /^wss?:/.test(mqttOpts.url)) {
-      this.browserBroker = { url: mqttOpts.url, username: mqttOpts.username, password: mqttOpts.password };
     }
     this.bridge.useMqtt(mqttOpts);
     await this.bridge.start();
+    const feedOpts: FeedOptions | undefined = this.opts.live
+      ?? (mqttOpts && { url: mqttOpts.url, username: mqttOpts.username, password: mqttOpts.password, tls: mqttOpts.tls });
+    this.feed = feedOpts && new TelemetryFeed({ log: this.opts.log, ...feedOpts }).start();
+    this.live = new LiveSocket(this.feed);
     this.port = this.opts.port || (await freePort(this.host));
     const http = createServer((req, res) => {
       this.route(req, res).catch((e: unknown) => {
@@ -123,22 +116,32 @@ export class DashboardServer {
       });
     });
     this.http = http;
-    await new Promise<void>((resolveListen, reject) => {
-      http.once('error', (e) => reject(runtimeError(`cannot serve the dashboard on ${this.host}:${this.port}: ${e.message}`, {
-        hint: 'choose another port with --port',
-      }, e)));
-      http.listen(this.port, this.host, () => resolveListen());
-    });
+    this.live.attach(http);
+    try {
+      await new Promise<void>((resolveListen, reject) => {
+        http.once('error', (e) => reject(runtimeError(`cannot serve the dashboard on ${this.host}:${this.port}: ${e.message}`, {
+          hint: 'choose another port with --port',
+        }, e)));
+        http.listen(this.port, this.host, () => resolveListen());
+      });
+    } catch (e) {
+      await this.stop(); // the bridge, feed and broker are running already
+      throw e;
+    }
     return this;
   }
 
   async stop(): Promise<void> {
     const http = this.http;
     this.http = undefined;
+    this.live?.close();
+    this.live = undefined;
     if (http) {
       http.closeAllConnections();
       await new Promise<void>((r) => http.close(() => r()));
     }
+    await this.feed?.stop();
+    this.feed = undefined;
     await this.bridge.stop();
     await this.broker?.stop();
     this.broker = undefined;
@@ -156,7 +159,8 @@ export class DashboardServer {
       return;
     }
     if (path === '/config.json') {
-      const body = { broker: this.browserBroker ?? null, app: this.opts.app ?? null, apps: this.bridge.apps() };
+      // Deliberately no broker address or credential: the page's live data comes over /live.
+      const body = { app: this.opts.app ?? null, apps: this.bridge.apps() };
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
       return;
     }
@@ -165,7 +169,6 @@ export class DashboardServer {
       res.writeHead(200, { 'content-type': this.metrics.contentType }).end(text);
       return;
     }
-    if (path === '/vendor/mqtt.esm.js') return this.file(res, this.bundle);
     const m = /^\/static\/([A-Za-z0-9_.-]+)$/.exec(path);
     if (m && !m[1]!.startsWith('.')) return this.file(res, resolve(this.staticDir, m[1]!));
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');

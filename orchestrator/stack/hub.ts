@@ -1,11 +1,11 @@
 // The hub: the embedded stack's long-lived process. It is the dashboard server (static page,
-// /metrics, /healthz) hosting the telemetry bridge, plus the embedded aedes broker unless an
+// /live telemetry relay, /metrics, /healthz) hosting the telemetry bridge, plus the embedded aedes broker unless an
 // external MQTT broker is configured, and the reconciler that heals deployments when a node is
 // lost. Runs until SIGTERM/SIGINT.
 import type { ClusterConfig } from '../../config/types.js';
 import { DashboardServer } from '../dashboard/server.js';
 import { Reconciler } from '../heal/reconciler.js';
-import { browserBrokerFromCluster, publisherOptionsFromCluster } from '../telemetry/mqtt-config.js';
+import { publisherOptionsFromCluster } from '../telemetry/mqtt-config.js';
 
 export interface HubOptions {
   cluster: ClusterConfig;
@@ -23,8 +23,8 @@ export async function runHub(opts: HubOptions): Promise<void> {
     redisUrl: opts.redisUrl,
     prefix: cluster.redisPrefix,
     port: opts.httpPort,
+    // The dashboard subscribes with these credentials itself; browsers never get them.
     mqtt: external,
-    browserBroker: browserBrokerFromCluster(cluster),
     embeddedPorts: external ? undefined : { port: opts.mqttPort, wsPort: opts.wsPort },
     log: (line) => process.stderr.write(`${new Date().toISOString()} hub: ${line}\n`),
   });

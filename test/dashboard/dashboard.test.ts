@@ -51,7 +51,7 @@ for (const kind of ['aedes', 'mosquitto'] as const) {
         mosq = await startMosquitto();
         server = new DashboardServer({
           redisUrl: redis.url, prefix: PREFIX, bridge: fast, log: () => undefined,
-          mqtt: { url: mosq.tcpUrl, compat: true }, browserBroker: { url: mosq.wsUrl },
+          mqtt: { url: mosq.tcpUrl, compat: true },
         });
       } else {
         server = new DashboardServer({ redisUrl: redis.url, prefix: PREFIX, bridge: fast, log: () => undefined });

@@ -1,6 +1,8 @@
-// `jupiter viz` as a user runs it: bad input exits 2; with a Redis it serves the page, the
-// browser bundle of mqtt.js, /config.json with an embedded broker, /metrics, and stops on SIGTERM.
+// `jupiter viz` as a user runs it: bad input exits 2; with a Redis it serves the page,
+// /config.json (without any broker address), the /live WebSocket fed from an embedded broker,
+// /metrics, and stops on SIGTERM.
 import { expect } from 'chai';
+import { WebSocket } from 'ws';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,7 +34,7 @@ describe('jupiter viz', function () {
     expect(app.code).to.equal(2);
   });
 
-  it('serves the dashboard, the mqtt.js browser bundle, config and metrics until SIGTERM', async () => {
+  it('serves the dashboard, config, the live feed and metrics until SIGTERM', async () => {
     const child = spawn(process.execPath, [cliPath, 'viz', '--port', '0', '--app', 'camera'], {
       cwd, env: { ...process.env, JUPITER_REDIS_URL: redis.url }, stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -52,13 +54,21 @@ describe('jupiter viz', function () {
       const page = await fetch(new URL('/', url));
       expect(page.status).to.equal(200);
       expect(await page.text()).to.include('<svg id="dag"');
-      const bundle = await fetch(new URL('/vendor/mqtt.esm.js', url));
-      expect(bundle.status).to.equal(200);
-      expect(bundle.headers.get('content-type')).to.match(/javascript/);
-      expect((await bundle.text()).length).to.be.greaterThan(100_000);
-      const cfg = (await (await fetch(new URL('/config.json', url))).json()) as { broker: { url: string }; app: string };
-      expect(cfg.app).to.equal('camera');
-      expect(cfg.broker.url).to.match(/^ws:\/\/127\.0\.0\.1:\d+/);
+      // the page no longer loads mqtt.js: it never talks to a broker
+      expect((await fetch(new URL('/vendor/mqtt.esm.js', url))).status).to.equal(404);
+      const cfg = (await (await fetch(new URL('/config.json', url))).json()) as Record<string, unknown>;
+      expect(cfg).to.deep.equal({ app: 'camera', apps: [] });
+      // /live reports the embedded broker connected
+      const ws = new WebSocket(new URL('/live?app=camera', url.href.replace(/^http/, 'ws')));
+      const brokerUp = await new Promise<boolean>((resolve, reject) => {
+        ws.on('message', (d: Buffer) => {
+          for (const e of JSON.parse(d.toString()) as Array<{ status?: { broker: boolean } }>) if (e.status?.broker) resolve(true);
+        });
+        ws.once('error', reject);
+        setTimeout(() => resolve(false), 10_000);
+      });
+      ws.close();
+      expect(brokerUp).to.equal(true);
       expect((await fetch(new URL('/metrics', url))).status).to.equal(200);
       expect((await fetch(new URL('/static/../package.json', url))).status).to.equal(404);
       expect(err).to.match(/MQTT embedded mqtt:\/\//);

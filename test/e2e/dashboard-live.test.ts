@@ -108,7 +108,7 @@ describe('e2e: live dashboard on a real deployment (dummy, mosquitto, Chromium)'
     app = await loadApp(join(appsDir, APP));
     mosq = await startMosquitto();
     // Slower tasks (50 ms each) so that a stream of a few dozen items lasts a few seconds.
-    w = new WorkDir({ JUPITER_MQTT_URL: mosq.tcpUrl, JUPITER_MQTT_WS_URL: mosq.wsUrl, DUMMY_BUSY_SECONDS: '0.05' });
+    w = new WorkDir({ JUPITER_MQTT_URL: mosq.tcpUrl, DUMMY_BUSY_SECONDS: '0.05' });
     const up = await w.expectCli(['stack', 'up']);
     dashboardUrl = /^dashboard\s+(\S+)$/m.exec(up.stdout)![1]!;
     mark('stack up');

@@ -7,14 +7,13 @@ import { SAFE_NAME } from '../../../config/types.js';
 import { action } from '../run.js';
 import { stackEndpoints } from '../../stack/endpoints.js';
 import type { DashboardOptions } from '../../dashboard/server.js';
-import { browserBrokerFromCluster, publisherOptionsFromCluster } from '../../telemetry/mqtt-config.js';
+import { publisherOptionsFromCluster } from '../../telemetry/mqtt-config.js';
 
 interface VizOptions {
   port: string;
   host: string;
   app?: string;
   redis?: string;
-  mqttWs?: string;
 }
 
 export function register(program: Command): void {
@@ -22,10 +21,9 @@ export function register(program: Command): void {
     .command('viz')
     .description('serve the live dashboard: task graph, nodes, throughput, mapping, predicted schedule; /metrics for Prometheus')
     .option('-p, --port <port>', 'HTTP port', '8080')
-    .option('--host <address>', 'address to listen on (the page gets the broker credentials: keep it local)', '127.0.0.1')
+    .option('--host <address>', 'address to listen on (the page shows all telemetry, without authentication: keep it local or behind a proxy)', '127.0.0.1')
     .option('-a, --app <name>', 'app to show first (default: the first deployed app)')
     .option('--redis <url>', 'Redis of the deployment (default: configured or the embedded stack\'s)')
-    .option('--mqtt-ws <url>', 'WebSocket URL of the configured broker for the browser (or JUPITER_MQTT_WS_URL)')
     .action(action(async (opts: VizOptions) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw inputError(`--port ${opts.port} is not a port number`, { hint: 'e.g. --port 8080' });
@@ -40,10 +38,10 @@ export function register(program: Command): void {
       }
       // Loaded on use: the server pulls in the MQTT, Redis and Prometheus clients.
       const { DashboardServer } = await import('../../dashboard/server.js');
-      const server = new DashboardServer({ ...vizBroker(cluster, ep, opts.mqttWs), redisUrl, prefix: cluster.redisPrefix, host: opts.host, port, app: opts.app });
+      const server = new DashboardServer({ ...vizBroker(cluster, ep), redisUrl, prefix: cluster.redisPrefix, host: opts.host, port, app: opts.app });
       await server.start();
       const broker = server.embeddedBroker;
-      process.stderr.write(`viz: Redis ${maskUrl(redisUrl)}; MQTT ${broker ? `embedded ${broker.tcpUrl} (WebSocket ${broker.wsUrl})` : maskUrl(ep?.mqttUrl ?? cluster.mqtt.url)}\n`);
+      process.stderr.write(`viz: Redis ${maskUrl(redisUrl)}; MQTT ${broker ? `embedded ${broker.tcpUrl}` : maskUrl(ep?.mqttUrl ?? cluster.mqtt.url)}\n`);
       process.stdout.write(`Dashboard: ${server.url}\nMetrics:   ${new URL('/metrics', server.url).href}\n(Ctrl-C to stop)\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
@@ -53,18 +51,19 @@ export function register(program: Command): void {
     }));
 }
 
-/** Which broker to publish to and which one the browser uses. */
+/**
+ * Which broker to publish to and which one this server subscribes to for the page (the page
+ * itself only ever talks to this server, so no broker credential reaches a browser).
+ */
 function vizBroker(
   cluster: Awaited<ReturnType<typeof loadClusterConfig>>,
   ep: ReturnType<typeof stackEndpoints>,
-  mqttWs: string | undefined,
-): Pick<DashboardOptions, 'mqtt' | 'browserBroker'> {
+): Pick<DashboardOptions, 'mqtt' | 'live'> {
+  const external = publisherOptionsFromCluster(cluster);
   if (ep?.dashboardUrl && ep.mqttUrl) {
     // The hub already bridges Redis to its broker: only show what it publishes (no double events).
-    const ws = mqttWs ?? ep.mqttWsUrl;
-    return { mqtt: null, browserBroker: ws ? { url: ws, username: cluster.mqtt.username, password: cluster.mqtt.password } : browserBrokerFromCluster(cluster) };
+    return { mqtt: null, live: { ...external, url: ep.mqttUrl } };
   }
-  const external = publisherOptionsFromCluster(cluster);
-  if (external) return { mqtt: external, browserBroker: browserBrokerFromCluster(cluster, process.env, mqttWs) };
+  if (external) return { mqtt: external };
   return {}; // no broker anywhere: an embedded aedes in this process
 }

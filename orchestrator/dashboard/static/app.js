@@ -1,7 +1,7 @@
-// The Jupiter dashboard: one page, fed only by MQTT over WebSocket (no polling of the server).
-// Messages update a model; the DOM is updated at most once per animation frame, and only for
-// what changed, so bursts of events on 200-task DAGs do not freeze the page.
-import mqtt from '/vendor/mqtt.esm.js';
+// The Jupiter dashboard: one page, fed only by the dashboard server's /live WebSocket, which
+// relays the MQTT telemetry (the page never talks to the broker, so it holds no broker credential,
+// and never polls). Messages update a model; the DOM is updated at most once per animation frame,
+// and only for what changed, so bursts of events on 200-task DAGs do not freeze the page.
 import { layeredLayout } from './layout.js';
 import { renderChart, renderGantt, el, fmtSec } from './charts.js';
 
@@ -21,7 +21,7 @@ const model = {
 const dirty = { apps: false, graph: false, tasks: new Set(), stats: false, nodes: false };
 const view = { taskEls: new Map(), rows: new Map(), chips: new Map(), cards: new Map() };
 let frame = 0;
-let client;
+let socket;
 
 const $ = (id) => document.getElementById(id);
 const colorOf = (node) => {
@@ -54,29 +54,16 @@ function taskState(name) {
   }
 }
 
-// ---- MQTT ----
+// ---- live feed (/live) ----
 
-function brokerUrl(url) {
-  // A broker on the dashboard machine's loopback is reachable from a remote browser by its host name.
-  try {
-    const u = new URL(url);
-    const loop = ['127.0.0.1', 'localhost', '::1', '[::1]'];
-    if (loop.includes(u.hostname) && !loop.includes(location.hostname) && location.hostname) u.hostname = location.hostname;
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
-
-function subscribeApp(app, previous) {
-  if (!client) return;
-  if (previous) client.unsubscribe([`jupiter/${previous}/tasks/+`, `jupiter/${previous}/stats`]);
-  if (app) client.subscribe([`jupiter/${app}/tasks/+`, `jupiter/${app}/stats`], { qos: 0 });
+// The server sends every app's mapping and every node, plus the tasks and stats of the app named
+// here; switching apps gets the new app's current state at once.
+function subscribeApp(app) {
+  if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ app }));
 }
 
 function selectApp(app) {
   if (app === model.app) return;
-  const previous = model.app;
   model.app = app;
   model.tasks.clear();
   model.stats = null;
@@ -85,23 +72,16 @@ function selectApp(app) {
   const url = new URL(location.href);
   url.searchParams.set('app', app);
   history.replaceState(null, '', url);
-  subscribeApp(app, previous);
+  subscribeApp(app);
   dirty.graph = true;
   dirty.stats = true;
   dirty.apps = true;
   requestFlush();
 }
 
-function onMessage(topic, payload) {
+function onMessage(topic, msg) {
   model.messages += 1;
-  const text = new TextDecoder().decode(payload);
-  if (!text) return; // a cleared retained topic
-  let msg;
-  try {
-    msg = JSON.parse(text);
-  } catch {
-    return;
-  }
+  if (!msg || typeof msg !== 'object') return;
   const parts = topic.split('/');
   if (parts[1] === 'nodes') {
     model.nodes.set(msg.node, msg);
@@ -126,34 +106,41 @@ function onMessage(topic, payload) {
   requestFlush();
 }
 
+function showStatus(status) {
+  const live = status.broker && socket?.readyState === WebSocket.OPEN;
+  document.body.dataset.connected = String(live);
+  $('conn-text').textContent = live ? 'live' : status.configured === false ? 'no MQTT broker configured' : 'broker offline; retrying…';
+}
+
+function openLive() {
+  const url = new URL('/live', location.href);
+  url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  if (model.app) url.searchParams.set('app', model.app);
+  const ws = new WebSocket(url);
+  socket = ws;
+  // The app may have changed while connecting (the URL carried the one at the time).
+  ws.onopen = () => subscribeApp(model.app);
+  ws.onmessage = (e) => {
+    for (const entry of JSON.parse(e.data)) {
+      if (entry.status) showStatus(entry.status);
+      else onMessage(entry.topic, entry.msg);
+    }
+  };
+  ws.onclose = () => {
+    if (socket !== ws) return;
+    socket = undefined;
+    document.body.dataset.connected = 'false';
+    $('conn-text').textContent = 'dashboard server unreachable; retrying…';
+    // On reconnect the server sends everything it remembers, so nothing is lost meanwhile.
+    setTimeout(openLive, 2000);
+  };
+}
+
 async function connect() {
   const cfg = await (await fetch('/config.json')).json();
   const wanted = new URL(location.href).searchParams.get('app') || cfg.app || '';
   if (wanted) selectApp(wanted);
-  if (!cfg.broker?.url) {
-    $('conn-text').textContent = 'no MQTT broker configured';
-    return;
-  }
-  const url = brokerUrl(cfg.broker.url);
-  client = mqtt.connect(url, {
-    username: cfg.broker.username,
-    password: cfg.broker.password,
-    reconnectPeriod: 2000,
-    clientId: `jupiter-viz-${Math.random().toString(16).slice(2, 10)}`,
-  });
-  client.on('connect', () => {
-    document.body.dataset.connected = 'true';
-    $('conn-text').textContent = `live · ${url.replace(/\/\/[^@]*@/, '//')}`;
-    client.subscribe(['jupiter/+/mapping', 'jupiter/nodes/+'], { qos: 0 });
-    subscribeApp(model.app);
-  });
-  const down = (why) => {
-    document.body.dataset.connected = 'false';
-    $('conn-text').textContent = `broker ${why}; retrying…`;
-  };
-  client.on('offline', () => down('offline'));
-  client.on('error', (e) => down(e.message));
-  client.on('message', onMessage);
+  openLive();
 }
 
 // ---- rendering ----

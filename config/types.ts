@@ -90,7 +90,11 @@ export interface ClusterConfig {
   embedded: boolean;
   /** Redis URL; undefined = a private redis-server started by Jupiter. */
   redisUrl?: string;
-  mqtt: { url?: string; username?: string; password?: string; compat: boolean };
+  mqtt: {
+    url?: string; username?: string; password?: string; compat: boolean;
+    /** TLS of an mqtts:// / wss:// broker: absolute PEM file paths; rejectUnauthorized false only for tests. */
+    tls?: { ca?: string; cert?: string; key?: string; rejectUnauthorized?: boolean };
+  };
   mapper: string;
   runtime: RuntimeName;
   /** First entry is always the home. */

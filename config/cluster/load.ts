@@ -3,7 +3,8 @@
 //   2. jupiter.config.json (in opts.dir / the working directory, or the file named by JUPITER_CONFIG);
 //   3. nodes.txt next to it (Jupiter's `<name> <host>` list; jupiter.config.json nodes add details by name);
 //   4. the environment: JUPITER_REDIS_URL, JUPITER_MQTT_URL, JUPITER_MQTT_USERNAME,
-//      JUPITER_MQTT_PASSWORD, JUPITER_MAPPER, JUPITER_RUNTIME.
+//      JUPITER_MQTT_PASSWORD, JUPITER_MAPPER, JUPITER_RUNTIME, and the broker's TLS files
+//      JUPITER_MQTT_CA, JUPITER_MQTT_CERT, JUPITER_MQTT_KEY, JUPITER_MQTT_INSECURE (mqtt-tls.ts).
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { inputError } from '../errors.js';
@@ -13,6 +14,7 @@ import { displayPath, isFile, readTextFile } from '../app/text.js';
 import { lazyValidator } from '../schemas/ajv.js';
 import { clusterConfigSchema, type ClusterConfigFile } from '../schemas/cluster-config.js';
 import { maskUrl } from './mask.js';
+import { resolveMqttTls } from './mqtt-tls.js';
 import { parseNodesTxt, type NodeLine } from './nodes-txt.js';
 
 export const CONFIG_FILE = 'jupiter.config.json';
@@ -240,6 +242,8 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
     runtime = env.JUPITER_RUNTIME;
     used.push('JUPITER_RUNTIME');
   }
+  const tls = await resolveMqttTls({ file: file?.mqtt?.tls, text, jsonShown, jsonDir: baseDir, dir, env, url: mqtt.url, used });
+  if (tls) mqtt.tls = tls;
   if (used.length) sources.push(`environment (${used.join(', ')})`);
 
   const config: ClusterConfig = {

@@ -29,6 +29,17 @@ export const clusterConfigSchema = {
         username: { type: 'string', description: 'env JUPITER_MQTT_USERNAME' },
         password: { type: 'string', description: 'env JUPITER_MQTT_PASSWORD; prefer the environment over this file' },
         compat: { type: 'boolean', description: 'also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)' },
+        tls: {
+          type: 'object',
+          description: 'TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file',
+          properties: {
+            ca: { type: 'string', minLength: 1, description: 'CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs' },
+            cert: { type: 'string', minLength: 1, description: 'client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)' },
+            key: { type: 'string', minLength: 1, description: 'private key of cert (env JUPITER_MQTT_KEY)' },
+            rejectUnauthorized: { type: 'boolean', description: 'false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true' },
+          },
+          additionalProperties: false,
+        },
       },
       additionalProperties: false,
     },
@@ -80,10 +91,18 @@ export const clusterConfigSchema = {
 export interface ClusterConfigFile {
   $schema?: string;
   redis?: { url?: string; prefix?: string };
-  mqtt?: { url?: string; username?: string; password?: string; compat?: boolean };
+  mqtt?: { url?: string; username?: string; password?: string; compat?: boolean; tls?: MqttTlsFile };
   mapper?: string;
   runtime?: 'process' | 'docker';
   stateDir?: string;
   docker?: { baseImage?: string; network?: 'host' | 'bridge'; cpus?: number; memoryMb?: number; restart?: 'on-failure' | 'unless-stopped' };
   nodes?: Array<{ name: string; host?: string; docker?: string; tls?: { ca?: string; cert?: string; key?: string }; agent?: string }>;
+}
+
+/** mqtt.tls of jupiter.config.json: PEM file paths (relative to the file) and the verification switch. */
+export interface MqttTlsFile {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  rejectUnauthorized?: boolean;
 }

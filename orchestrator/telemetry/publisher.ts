@@ -1,8 +1,10 @@
 // Best-effort MQTT publishing: publish() never throws, never waits and never grows memory without
 // bound. While the broker is away, messages wait in a bounded buffer (oldest dropped first), the
 // last retained message of every topic is kept apart and re-sent after every (re)connect (a
-// restarted broker has lost them), and one warning is printed per outage.
+// restarted broker has lost them), and one warning is printed per outage. A warning names the
+// broker (password masked) and, for problems retrying cannot fix (TLS, credentials), a hint.
 import { maskUrl } from '../../config/cluster/mask.js';
+import { explainBrokerError, scrubSecrets, type BrokerProblem } from './broker-problem.js';
 import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
 
 export interface PublisherOptions {
@@ -48,6 +50,9 @@ export class MqttPublisher {
   private draining = false;
   private warned = false;
   private down = false;
+  private hinted = false;
+  private everConnected = false;
+  private problem?: BrokerProblem;
   private readonly counters = { published: 0, dropped: 0, outages: 0 };
   private readonly bufferLimit: number;
   private readonly maxInFlight: number;
@@ -76,27 +81,48 @@ export class MqttPublisher {
     const client = mqtt.connect(o.url, options);
     this.client = client;
     client.on('connect', () => {
+      this.problem = undefined;
+      this.everConnected = true;
       if (this.down) this.log(`telemetry: MQTT broker ${maskUrl(o.url)} is back; resending ${this.retained.size} retained topics and ${this.size} buffered messages`);
       this.down = false;
       for (const topic of this.retained.keys()) this.dirty.add(topic);
       this.drain();
     });
-    const lost = (why: string): void => {
-      if (this.down || this.client !== client) return;
+    const warn = (why: string, hint: string | undefined): void => {
+      if (hint) this.hinted = true;
+      const line = `telemetry: MQTT broker ${maskUrl(o.url)} unreachable (${why}); buffering up to ${this.bufferLimit} messages and retrying in the background — the pipeline is not affected${hint ? `\n  hint: ${hint}` : ''}`;
+      this.log(scrubSecrets(line, o));
+    };
+    const lost = (why: string, problem?: BrokerProblem): void => {
+      if (this.client !== client) return;
+      if (this.down) {
+        // The outage was announced without a cause (closed before the error arrived): say it now.
+        if (problem?.hint && !this.hinted) warn(problem.why, problem.hint);
+        return;
+      }
       this.down = true;
       this.counters.outages += 1;
       if (!this.warned) {
         this.warned = true;
-        this.log(`telemetry: MQTT broker ${maskUrl(o.url)} unreachable (${why}); buffering up to ${this.bufferLimit} messages and retrying in the background — the pipeline is not affected`);
+        warn(why, problem?.hint);
       }
     };
-    client.on('error', (e) => lost(e.message));
+    client.on('error', (e) => {
+      const problem = explainBrokerError(e, { ...o, connectedBefore: this.everConnected });
+      this.problem = problem;
+      lost(problem.why, problem);
+    });
     client.on('offline', () => lost('offline'));
     client.on('close', () => {
       this.inFlight = 0;
       lost('connection closed');
     });
     return this;
+  }
+
+  /** Why the last connection attempt failed (undefined once connected). */
+  get lastProblem(): BrokerProblem | undefined {
+    return this.problem;
   }
 
   get connected(): boolean {
@@ -183,11 +209,14 @@ export class MqttPublisher {
     };
   }
 
-  /** Resolve true once connected (false after timeoutMs); for callers that prefer to wait. */
+  /**
+   * Resolve true once connected, false after timeoutMs or as soon as a problem that retrying
+   * cannot fix (TLS, credentials) is known; for callers that prefer to wait.
+   */
   async waitConnected(timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (!this.connected) {
-      if (Date.now() > deadline) return false;
+      if (Date.now() > deadline || this.problem?.permanent) return false;
       await new Promise((r) => setTimeout(r, 20));
     }
     return true;

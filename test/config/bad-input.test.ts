@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { runCli, type CliResult } from '../support/cli.js';
 import { appsDir, fixturesDir } from '../support/paths.js';
 
-const JUPITER_ENV = ['JUPITER_CONFIG', 'JUPITER_REDIS_URL', 'JUPITER_MQTT_URL', 'JUPITER_MQTT_USERNAME', 'JUPITER_MQTT_PASSWORD', 'JUPITER_MAPPER', 'JUPITER_RUNTIME'];
+const JUPITER_ENV = ['JUPITER_CONFIG', 'JUPITER_REDIS_URL', 'JUPITER_MQTT_URL', 'JUPITER_MQTT_USERNAME', 'JUPITER_MQTT_PASSWORD', 'JUPITER_MAPPER', 'JUPITER_RUNTIME',
+  'JUPITER_MQTT_CA', 'JUPITER_MQTT_CERT', 'JUPITER_MQTT_KEY', 'JUPITER_MQTT_INSECURE'];
 const cleanEnv = Object.fromEntries(JUPITER_ENV.map((k) => [k, '']));
 
 interface Case {

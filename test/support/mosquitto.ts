@@ -1,5 +1,6 @@
 // Debian's mosquitto for tests: a TCP and a WebSocket listener on free loopback ports, either
-// anonymous or with a password file. Tests that need it skip when the binary is missing.
+// anonymous or with a password file, plus optionally a TLS listener (server certificate, and a CA
+// when client certificates are required). Tests that need it skip when the binary is missing.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -19,6 +20,9 @@ export interface TestMosquitto {
   wsUrl: string;
   port: number;
   wsPort: number;
+  /** With opts.tls: mqtts://127.0.0.1:<tlsPort>. */
+  tlsUrl?: string;
+  tlsPort?: number;
   /** Stop the process (keeps its ports and files so start() can bring it back). */
   stop(): Promise<void>;
   /** Start again on the same ports. */
@@ -27,7 +31,16 @@ export interface TestMosquitto {
   dispose(): Promise<void>;
 }
 
-export async function startMosquitto(opts: { username?: string; password?: string } = {}): Promise<TestMosquitto> {
+export interface MosquittoTls {
+  /** PEM files of the server certificate and its key. */
+  certFile: string;
+  keyFile: string;
+  /** CA of client certificates; with requireCertificate, clients must present one it signed. */
+  caFile?: string;
+  requireCertificate?: boolean;
+}
+
+export async function startMosquitto(opts: { username?: string; password?: string; tls?: MosquittoTls } = {}): Promise<TestMosquitto> {
   const dir = mkdtempSync(join(tmpdir(), 'jupiter-mosquitto-'));
   const port = await freePort();
   const wsPort = await freePort();
@@ -42,6 +55,13 @@ export async function startMosquitto(opts: { username?: string; password?: strin
     `listener ${wsPort} 127.0.0.1`,
     'protocol websockets',
   ];
+  const tlsPort = opts.tls ? await freePort() : undefined;
+  if (opts.tls && tlsPort !== undefined) {
+    // Settings after a `listener` line apply to that listener.
+    lines.push(`listener ${tlsPort} 127.0.0.1`, 'protocol mqtt', `certfile ${opts.tls.certFile}`, `keyfile ${opts.tls.keyFile}`);
+    if (opts.tls.caFile) lines.push(`cafile ${opts.tls.caFile}`);
+    if (opts.tls.requireCertificate) lines.push('require_certificate true');
+  }
   // As root, mosquitto drops to user `mosquitto`, which could not read our temporary files.
   if (userInfo().uid === 0) lines.push('user root');
   if (opts.username !== undefined) {
@@ -64,7 +84,7 @@ export async function startMosquitto(opts: { username?: string; password?: strin
     let exited = false;
     c.once('exit', () => (exited = true));
     const deadline = Date.now() + 10_000;
-    while (!(await canConnect(port)) || !(await canConnect(wsPort))) {
+    while (!(await canConnect(port)) || !(await canConnect(wsPort)) || (tlsPort !== undefined && !(await canConnect(tlsPort)))) {
       if (exited || Date.now() > deadline) {
         throw new Error(`mosquitto did not start: ${readFileSync(logFile, 'utf8').slice(-2000)}`);
       }
@@ -87,6 +107,7 @@ export async function startMosquitto(opts: { username?: string; password?: strin
     wsUrl: `ws://127.0.0.1:${wsPort}`,
     port,
     wsPort,
+    ...(tlsPort !== undefined ? { tlsUrl: `mqtts://127.0.0.1:${tlsPort}`, tlsPort } : {}),
     start,
     stop,
     async dispose() {

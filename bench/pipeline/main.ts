@@ -188,6 +188,10 @@ class Ours {
     const throughput = N / ((performance.now() - t0) / 1000);
     const cpu = this.meter.end(N);
     const redis = await redisCalls(this.redis, N);
+    // Anything but zero here means the run did extra work (retries or redelivered copies).
+    const st = await this.redis.hgetall(appKeys(PREFIX, this.app.name).stats);
+    const extra = Object.entries(st).filter(([f, v]) => /^(retried|dup|failed)/.test(f) && Number(v) > 0);
+    if (extra.length) log(`  Jupiter extra work so far: ${extra.map(([f, v]) => `${f} ${v}`).join(', ')}`);
     const res = await itemResults(this.redis, PREFIX, this.app.name, items);
     const bad = res.filter((r) => !r.done || r.failed || r.outputs.length !== 1);
     if (bad.length) throw new Error(`ours: ${bad.length} item(s) not delivered exactly once, e.g. ${JSON.stringify(bad[0])}`);

@@ -2,6 +2,7 @@
 // folder and finishes items. Delivery is exactly-once per (item id, output name): the file is
 // written first (an idempotent overwrite), then the name is added to the item's delivered set;
 // a redelivered or duplicated job finds its name there and is only counted as suppressed.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
@@ -9,12 +10,14 @@ import type { Redis } from 'ioredis';
 import type { ItemDoneEvent } from '../../config/events.js';
 import { connectRedis } from '../queue/connection.js';
 import { emitItemDone } from '../queue/events.js';
-import { recordFailure } from '../queue/failures.js';
+import { failDelivery, recordFailure, stalledOut, type FailureContext } from '../queue/failures.js';
 import { appKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
-import { jobPrefix, type ItemJob } from '../queue/naming.js';
+import { BUNDLE_MAX, jobPrefix, type BundleJob, type Delivery } from '../queue/naming.js';
+import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
-import { execOrThrow } from '../queue/transport.js';
+import { AppQueues, execOrThrow } from '../queue/transport.js';
+import { Grouper } from '../runner/group.js';
 import { PREFETCH } from '../runner/task-runner.js';
 
 export interface SinkOptions {
@@ -37,13 +40,23 @@ export function outputPath(outputDir: string, item: string, name: string): strin
   return jobPrefix(name) === item ? join(outputDir, name) : join(outputDir, item, name);
 }
 
+/** What delivering one file came to: the item's makespan when it finished it, or the error. */
+type Outcome = { makespan: number; outputs: string[] } | { error: Error; permanent: boolean };
+
+/** Files up to this size are written synchronously (a thread-pool hop costs more than the write). */
+const SYNC_WRITE_BYTES = 1024 * 1024;
+
 export class Sink {
-  private worker?: Worker<ItemJob>;
+  private worker?: Worker<BundleJob>;
   private readonly redis: ScriptedRedis;
   private readonly workerRedis: Redis;
   private settings!: PipelineSettings;
+  private queues!: AppQueues;
   private readonly keys: AppKeys;
   private readonly recorded = new Set<string>();
+  private readonly dirs = new Set<string>();
+  /** Deliveries of all jobs in hand share the sink's round trips. */
+  private readonly deliveries = new Grouper<Delivery, Outcome>((ds) => this.deliver(ds), 2 * BUNDLE_MAX);
 
   private constructor(private readonly opts: SinkOptions) {
     this.keys = appKeys(opts.prefix, opts.app);
@@ -54,8 +67,10 @@ export class Sink {
   static async start(opts: SinkOptions): Promise<Sink> {
     const s = new Sink(opts);
     s.settings = opts.settings ?? (await readSettings(s.redis, opts.prefix, opts.app));
+    s.queues = new AppQueues(s.redis, opts.prefix, opts.app, s.settings);
     await mkdir(opts.outputDir, { recursive: true });
-    s.worker = new Worker<ItemJob>(SINK_QUEUE, (job) => s.process(job), {
+    await requeueHeldJobs(s.redis, s.keys.queuePrefix, SINK_QUEUE);
+    s.worker = new Worker<BundleJob>(SINK_QUEUE, (job) => s.process(job), {
       connection: s.workerRedis,
       prefix: s.keys.queuePrefix,
       // Delivery is deduplicated per (item, output name), so order does not matter here: the sink
@@ -67,49 +82,96 @@ export class Sink {
     });
     s.worker.on('error', (e) => opts.log?.(`sink worker error: ${e.message}`));
     s.worker.on('failed', (job, err) => {
-      if (job && !s.recorded.delete(job.id!)) void s.fail(job, err, job.attemptsMade, true).catch(() => undefined);
+      if (job && !s.recorded.delete(job.id!)) void stalledOut(s.failureContext, s.queues, job, err).catch(() => undefined);
     });
     await s.worker.waitUntilReady();
     return s;
   }
 
-  private fail(job: Job<ItemJob>, err: Error, attempt: number, final: boolean): Promise<void> {
-    return recordFailure({ redis: this.redis, keys: this.keys, settings: this.settings, task: SINK_QUEUE, node: this.opts.node ?? 'home', numInputs: 1 }, job, err, attempt, final);
+  private get failureContext(): FailureContext {
+    return { redis: this.redis, keys: this.keys, settings: this.settings, task: SINK_QUEUE, node: this.opts.node ?? 'home', numInputs: 1 };
   }
 
-  private async process(job: Job<ItemJob>): Promise<void> {
+  /** A job's files; one that cannot be written is retried alone, a failing Redis call fails the job. */
+  private async process(job: Job<BundleJob>): Promise<void> {
     try {
-      await this.deliver(job);
+      await Promise.all(job.data.d.map(async (d) => {
+        const o = await this.deliveries.push(d);
+        if ('error' in o) {
+          const final = await failDelivery(this.failureContext, this.queues, d, job.timestamp, o.error, o.permanent);
+          this.opts.log?.(`sink failed on ${d.name} of item ${d.item} (attempt ${(d.tries ?? 0) + 1}${final ? ', final' : ''}): ${o.error.message}`);
+        } else if (o.makespan >= 0) {
+          const ev = await emitItemDone(this.redis, this.keys, this.settings.eventsMaxLen, d.item, o.makespan, o.outputs);
+          this.opts.onItemDone?.(ev);
+        }
+      }));
     } catch (e) {
       const err = e instanceof Error ? e : new Error(String(e));
       const attempt = job.attemptsMade + 1;
-      const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
-      this.opts.log?.(`sink failed on ${job.data.name} of item ${job.data.item}: ${err.message}`);
-      await this.fail(job, err, attempt, final).then(() => this.recorded.add(job.id!), () => undefined);
-      throw final && !(err instanceof UnrecoverableError) ? new UnrecoverableError(err.message) : err;
+      this.opts.log?.(`sink could not handle job ${job.id} (attempt ${attempt}): ${err.message}`);
+      this.recorded.add(job.id!);
+      if (attempt >= (job.opts.attempts ?? 1)) {
+        for (const d of job.data.d) await recordFailure(this.failureContext, d, job.timestamp, err, attempt, true).catch(() => undefined);
+        throw new UnrecoverableError(err.message);
+      }
+      throw err;
     }
   }
 
-  private async deliver(job: Job<ItemJob>): Promise<void> {
-    const d = job.data;
+  private write(d: Delivery, bytes: Buffer): void {
+    const dest = outputPath(this.opts.outputDir, d.item, d.name);
+    const dir = dirname(dest);
+    if (!this.dirs.has(dir)) {
+      mkdirSync(dir, { recursive: true });
+      if (this.dirs.size > 10_000) this.dirs.clear();
+      this.dirs.add(dir);
+    }
+    writeFileSync(dest, bytes);
+  }
+
+  /**
+   * A group of files in three round trips: look up what was delivered and read the bytes; write
+   * the new files (an idempotent overwrite); then one script per file counts it delivered or a
+   * duplicate, frees its blob and finishes it for its item.
+   */
+  private async deliver(ds: Delivery[]): Promise<Outcome[]> {
     const k = this.keys;
-    const [seen, bytes] = (await execOrThrow(this.redis.pipeline().sismember(k.out(d.item), d.name).getBuffer(k.blob(d.blob)))) as [number, Buffer | null];
-    if (!seen) {
-      if (!bytes) throw new UnrecoverableError(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`);
-      const dest = outputPath(this.opts.outputDir, d.item, d.name);
-      await mkdir(dirname(dest), { recursive: true });
-      await writeFile(dest, bytes);
-    }
-    // One script: count delivered-or-duplicate, free the blob, finish the job for its item.
-    const [makespan, ...outputs] = await this.redis.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, d.name, Date.now(), job.id!, k.blob(''), d.blob);
-    if (Number(makespan) >= 0) {
-      const ev = await emitItemDone(this.redis, k, this.settings.eventsMaxLen, d.item, Number(makespan), outputs.map(String));
-      this.opts.onItemDone?.(ev);
-    }
+    const read = this.redis.pipeline();
+    for (const d of ds) read.sismember(k.out(d.item), d.name).getBuffer(k.blob(d.blob));
+    const got = await execOrThrow(read);
+    const outcomes: Array<Outcome | undefined> = await Promise.all(ds.map(async (d, i) => {
+      const [seen, bytes] = [got[2 * i] as number, got[2 * i + 1] as Buffer | null];
+      if (seen) return undefined;
+      if (!bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
+      try {
+        if (bytes.length <= SYNC_WRITE_BYTES) this.write(d, bytes);
+        else {
+          const dest = outputPath(this.opts.outputDir, d.item, d.name);
+          await mkdir(dirname(dest), { recursive: true });
+          await writeFile(dest, bytes);
+        }
+        return undefined;
+      } catch (e) {
+        this.dirs.clear();
+        return { error: e as Error, permanent: false };
+      }
+    }));
+    const now = Date.now();
+    const fin = this.redis.pipeline() as ReturnType<Redis['pipeline']> & { jDeliver(...a: Array<string | number>): unknown };
+    const sent = ds.filter((_, i) => !outcomes[i]);
+    for (const d of sent) fin.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, k.queued(SINK_QUEUE), d.name, now, d.id, k.blob(''), d.blob);
+    const res = sent.length > 0 ? await execOrThrow(fin) : [];
+    let r = 0;
+    return ds.map((_, i) => {
+      if (outcomes[i]) return outcomes[i]!;
+      const [makespan, ...outputs] = res[r++] as Array<number | string>;
+      return { makespan: Number(makespan), outputs: outputs.map(String) };
+    });
   }
 
   async close(): Promise<void> {
     await this.worker?.close().catch(() => undefined);
+    await this.queues?.close().catch(() => undefined);
     await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);
   }
 }

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import type { AppSpec } from '../../config/types.js';
 import { inputError } from '../../config/errors.js';
 import { appKeys, SINK_QUEUE } from '../queue/keys.js';
-import { jobPrefix } from '../queue/naming.js';
+import { BUNDLE_MAX, jobPrefix } from '../queue/naming.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, execOrThrow, formatBytes } from '../queue/transport.js';
 
@@ -32,16 +32,15 @@ export interface SubmittedItem {
 }
 
 /**
- * Unfinished jobs per task queue of the app (and the sink queue `home`): waiting, delayed for a
- * retry, or held by the runner (running or prefetched, which BullMQ counts as active). Read in
- * DAG order, so an item moving downstream meanwhile is counted twice rather than not at all.
+ * Files sent to each task of the app (and to the sink `home`) and not yet finished there: waiting,
+ * delayed for a retry, or held by the runner (running or prefetched), counted per file whatever
+ * the jobs that carry them. One round trip, in which Redis reads every set at the same instant.
  */
-export async function queueDepths(queues: AppQueues, app: AppSpec): Promise<Record<string, number>> {
-  // A task has more tasks upstream than any task upstream of it: sorting by that is DAG order.
-  const up = upstreamTasks(app);
-  const names = [...app.dagTasks, SINK_QUEUE].sort((a, b) => up.get(a)!.length - up.get(b)!.length);
-  const counts = await Promise.all(names.map((n) => queues.queue(n).getJobCounts('wait', 'prioritized', 'delayed', 'active')));
-  return Object.fromEntries(names.map((n, i) => [n, Object.values(counts[i]!).reduce((a, b) => a + b, 0)]));
+export async function queueDepths(redis: Redis, prefix: string, app: AppSpec): Promise<Record<string, number>> {
+  const keys = appKeys(prefix, app.name);
+  const names = [...app.dagTasks, SINK_QUEUE];
+  const counts = (await execOrThrow(names.reduce((p, n) => p.scard(keys.queued(n)), redis.pipeline()))) as number[];
+  return Object.fromEntries(names.map((n, i) => [n, counts[i]!]));
 }
 
 /** Every queue of the app (task queues and the sink's) with the DAG tasks upstream of it. */
@@ -66,8 +65,8 @@ export function upstreamTasks(app: AppSpec): Map<string, string[]> {
   return new Map([...app.dagTasks, SINK_QUEUE].map((q) => [q, [...up(q)]]));
 }
 
-/** Items sent per round trip by the source. */
-const SUBMIT_BATCH = 100;
+/** Items sent per round trip by the source (two full jobs per entry task). */
+const SUBMIT_BATCH = 2 * BUNDLE_MAX;
 /** Files up to this size are read synchronously. */
 const SYNC_READ_BYTES = 1024 * 1024;
 
@@ -114,7 +113,7 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
       // Room left in the fullest queue decides how many items may go in now.
       let room = 0;
       for (;;) {
-        const depths = await queueDepths(queues, app);
+        const depths = await queueDepths(redis, prefix, app);
         // What waits upstream of a queue will reach it too: counting it keeps a slow task's
         // queue within the cap (else it could fill up to twice the cap from its upstream).
         const projected = Object.entries(depths).map(([q, d]) => [q, d + (upstream.get(q) ?? []).reduce((a, u) => a + (depths[u] ?? 0), 0)] as const);

@@ -2,7 +2,6 @@
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { AppEvent, ItemDoneEvent } from '../../config/events.js';
 import type { AppKeys } from './keys.js';
-import { execOrThrow } from './transport.js';
 
 /** Recent makespans kept for status percentiles (the scripts trim the list to this). */
 export const MAKESPAN_WINDOW = 10_000;
@@ -19,8 +18,8 @@ export function addEvent(pipe: ChainableCommander, keys: AppKeys, maxLen: number
 export async function emitItemDone(redis: Redis, keys: AppKeys, maxLen: number, item: string, makespanMs: number, outputs?: string[]): Promise<ItemDoneEvent> {
   const names = outputs ?? (await redis.smembers(keys.out(item)));
   const ev: ItemDoneEvent = { type: 'item-done', app: keys.app, item, makespanMs, outputs: [...names].sort(), ts: Date.now() };
-  const pipe = redis.pipeline();
-  addEvent(pipe, keys, maxLen, ev);
-  await execOrThrow(pipe);
+  // A plain command, not a pipeline: a pipeline copies every script defined on the connection
+  // (BullMQ's too), which costs more than the append itself.
+  await redis.xadd(keys.events, 'MAXLEN', '~', maxLen, '*', 'json', JSON.stringify(ev));
   return ev;
 }

@@ -1,18 +1,19 @@
-// Failed jobs: a retry is announced as a `fail` event; the final failure becomes a dead letter
-// (shown by status), frees what the item held at this task and lets the item finish as failed.
-import type { Job } from 'bullmq';
+// Failed deliveries: a retry is announced as a `fail` event and the delivery is sent again alone
+// after a backoff; the final failure becomes a dead letter (shown by status), frees what the item
+// held at this task and lets the item finish as failed.
 import type { ChainableCommander } from 'ioredis';
 import type { TaskEvent } from '../../config/events.js';
 import { addEvent, emitItemDone } from './events.js';
 import type { AppKeys } from './keys.js';
-import type { ItemJob } from './naming.js';
+import type { Job } from 'bullmq';
+import type { BundleJob, Delivery } from './naming.js';
 import type { ScriptedRedis } from './scripts.js';
 import type { PipelineSettings } from './settings.js';
-import { execOrThrow } from './transport.js';
+import { execOrThrow, type AppQueues } from './transport.js';
 
 export interface ScriptedPipeline extends ChainableCommander {
   jRelease(blobPrefix: string, blob: string, holder: string): ScriptedPipeline;
-  jFinish(pending: string, item: string, stats: string, makespans: string, jobId: string, now: number): ScriptedPipeline;
+  jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number): ScriptedPipeline;
 }
 
 /** What a join stores per collected input. */
@@ -42,14 +43,27 @@ export interface FailureContext {
   redis: ScriptedRedis;
   keys: AppKeys;
   settings: PipelineSettings;
+  /** Receiving task (its queue's name), or `home` for the sink. */
   task: string;
   node: string;
   numInputs: number;
 }
 
-export async function recordFailure(ctx: FailureContext, job: Job<ItemJob>, err: Error, attempt: number, final: boolean): Promise<void> {
+/**
+ * The task failed on a delivery (`at`: when it entered the task): announce it, then send it again
+ * after the backoff, or bury it when the error is permanent or its attempts are used up.
+ * Returns whether it was final.
+ */
+export async function failDelivery(ctx: FailureContext, queues: AppQueues, d: Delivery, at: number, err: Error, permanent: boolean): Promise<boolean> {
+  const attempt = (d.tries ?? 0) + 1;
+  const final = permanent || attempt >= ctx.settings.attempts;
+  await recordFailure(ctx, d, at, err, attempt, final);
+  if (!final) await queues.retry(ctx.task, d, ctx.settings.backoffMs * 2 ** (attempt - 1));
+  return final;
+}
+
+export async function recordFailure(ctx: FailureContext, d: Delivery, at: number, err: Error, attempt: number, final: boolean): Promise<void> {
   const { keys: k, task: T, redis } = ctx;
-  const d = job.data;
   const pipe = redis.pipeline() as ScriptedPipeline;
   const ev: TaskEvent = { type: 'fail', app: k.app, task: T, node: ctx.node, item: d.item, ts: Date.now(), error: err.message, attempt, final };
   addEvent(pipe, k, ctx.settings.eventsMaxLen, ev);
@@ -64,15 +78,30 @@ export async function recordFailure(ctx: FailureContext, job: Job<ItemJob>, err:
   pipe.hincrby(k.stats, `failed:${T}`, 1);
   pipe.hset(k.item(d.item), 'failed', 1, 'error', `${T}: ${err.message}`);
   const joined = ctx.numInputs > 1 ? await redis.hvals(k.join(T, d.item)) : [];
-  const held = new Map<string, StoredInput>([[job.id!, { id: job.id!, name: d.name, blob: d.blob, from: d.from, at: job.timestamp }]]);
+  const held = new Map<string, StoredInput>([[d.id, { id: d.id, name: d.name, blob: d.blob, from: d.from, at }]]);
   for (const s of joined) {
     const inp = JSON.parse(s) as StoredInput;
     held.set(inp.id, inp);
   }
   for (const inp of held.values()) pipe.jRelease(k.blob(''), inp.blob, inp.id);
   if (joined.length) pipe.del(k.join(T, d.item));
-  pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, job.id!, Date.now());
+  pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, Date.now());
   const out = await execOrThrow(pipe);
   const makespan = out[out.length - 1] as number;
   if (makespan >= 0) await emitItemDone(redis, k, ctx.settings.eventsMaxLen, d.item, makespan);
+}
+
+/**
+ * A job failed outside the processor: BullMQ saw it stalled too often (the runners holding it
+ * kept dying). A bundle is split, each delivery sent again alone as a new attempt, so that one
+ * delivery that kills its runner cannot take its neighbours with it; a job of one is buried.
+ */
+export async function stalledOut(ctx: FailureContext, queues: AppQueues, job: Job<BundleJob>, err: Error): Promise<void> {
+  const ds = job.data.d;
+  const done = (await execOrThrow(ds.reduce((p, d) => p.exists(ctx.keys.done(ctx.task, d.item)), ctx.redis.pipeline()))) as number[];
+  for (const [i, d] of ds.entries()) {
+    if (done[i]) continue;
+    if (ds.length > 1 && (d.tries ?? 0) + 1 < ctx.settings.attempts) await queues.retry(ctx.task, d, 0);
+    else await recordFailure(ctx, d, job.timestamp, err, (d.tries ?? 0) + 1, true);
+  }
 }

@@ -3,10 +3,12 @@
 //   A q:<task>:...            BullMQ queues (prefix A q, queue name = task; `home` is the sink queue)
 //   A settings                hash    pipeline settings (attempts, limits, ...) read by every runner
 //   A blob:<id>               string  bytes of one file (binary, never base64)
-//   A blob:<id>:h             set     job ids still holding the blob; the blob goes when it empties
-//   A join:<task>:<item>      hash    inputs of a join collected so far (job id -> JSON input)
+//   A blob:<id>:h             set     delivery ids still holding the blob; the blob goes when it empties
+//   A queued:<task>           set     delivery ids sent to the task (or `home`) and not yet finished
+//                                     there: the task's depth in items, whatever the job bundling
+//   A join:<task>:<item>      hash    inputs of a join collected so far (delivery id -> JSON input)
 //   A done:<task>:<item>      string  marker: task ran for item (expires; suppresses redeliveries)
-//   A pending:<item>          set     job ids of the item still in flight (empty = item finished)
+//   A pending:<item>          set     delivery ids of the item still in flight (empty = item finished)
 //   A item:<item>             hash    enteredAt, file, runId, lastOutputAt, doneAt, makespanMs, failed
 //   A out:<item>              set     output names delivered at the sink (exactly-once dedup)
 //   A rt:<item>               hash    runtime records `<task>|enter|start|finish|node|file`
@@ -29,6 +31,8 @@ export interface AppKeys {
   /** blob('') is the prefix the Lua scripts derive blob keys from. */
   blob(id: string): string;
   blobHolders(id: string): string;
+  /** queued('') is the prefix the Lua scripts derive receivers' keys from. */
+  queued(task: string): string;
   join(task: string, item: string): string;
   done(task: string, item: string): string;
   pending(item: string): string;
@@ -54,6 +58,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     settings: `${a}settings`,
     blob: (id) => `${a}blob:${id}`,
     blobHolders: (id) => `${a}blob:${id}:h`,
+    queued: (t) => `${a}queued:${t}`,
     join: (t, i) => `${a}join:${t}:${i}`,
     done: (t, i) => `${a}done:${t}:${i}`,
     pending: (i) => `${a}pending:${i}`,

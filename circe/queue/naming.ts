@@ -5,8 +5,13 @@ import { createHash } from 'node:crypto';
 // config; kept for compatibility and for item ids, while routing uses the explicit item id.
 export { jobPrefix } from '../../config/app/job.js';
 
-/** What a queue job carries: never the bytes themselves, only a reference to the blob. */
-export interface ItemJob {
+/**
+ * One file on its way to one task (or to the sink): the unit runners and the sink handle. It
+ * never carries the bytes, only a reference to the blob.
+ */
+export interface Delivery {
+  /** Deterministic id (deliveryIdFor): the item's in-flight set and the blob's holders name it. */
+  id: string;
   /** Stream item the file belongs to. */
   item: string;
   /** File name as the receiving task will see it in its pathin. */
@@ -17,21 +22,43 @@ export interface ItemJob {
   from: string;
   /** Bytes. */
   size: number;
+  /** Attempts this delivery already used (a retried delivery travels alone, delayed). */
+  tries?: number;
 }
+
+/**
+ * What a BullMQ job carries: deliveries to one task. A sender's group commit (the items that
+ * finished while its previous commit was in flight) travels as one job, so the queue's own
+ * per-job cost is shared by every item of a busy stream, while a quiet stream sends jobs of one.
+ */
+export interface BundleJob {
+  d: Delivery[];
+}
+
+/** Most deliveries per job (and per arrive or commit call of a runner). */
+export const BUNDLE_MAX = 64;
 
 function sha1(parts: string[]): string {
   return createHash('sha1').update(parts.join('\u0000')).digest('hex');
 }
 
 /**
- * Deterministic job id of one file sent from `from` to `to` (BullMQ ids may not contain `:`).
- * A redelivered sender re-adds the same ids, so the copies are recognised downstream.
+ * Deterministic id of one file sent from `from` to `to` (also a valid BullMQ job id: no `:`).
+ * A redelivered sender re-sends the same ids, so the copies are recognised downstream.
  */
-export function jobIdFor(item: string, from: string, name: string, to: string, index: number): string {
+export function deliveryIdFor(item: string, from: string, name: string, to: string, index: number): string {
   return `j${sha1([item, from, name, to, String(index)])}`;
 }
 
 /** Deterministic blob id of one output of one task for one item (shared by all its receivers). */
 export function blobIdFor(item: string, from: string, name: string): string {
   return sha1(['blob', item, from, name]);
+}
+
+/**
+ * Job id of a bundle: a single delivery keeps its own id (so BullMQ drops a re-add while the
+ * first copy still waits); a bundle is named after its deliveries.
+ */
+export function bundleIdFor(d: Delivery[]): string {
+  return d.length === 1 ? d[0]!.id : `b${sha1(d.map((x) => x.id))}`;
 }

@@ -8,10 +8,12 @@
 import type { Redis } from 'ioredis';
 
 const FINISH_FN = `
--- Take a job out of its item's in-flight set; when it was the last one, mark the item done,
--- record its makespan (bounded list) and return it, else return -1.
-local function finish_item(pending, item, stats, makespans, jobId, now)
-  redis.call('SREM', pending, jobId)
+-- Take a delivery out of its receiver's queued set and its item's in-flight set; when it was
+-- the item's last one, mark the item done, record its makespan (bounded list) and return it,
+-- else return -1.
+local function finish_item(pending, item, stats, makespans, id, now, queued)
+  redis.call('SREM', queued, id)
+  redis.call('SREM', pending, id)
   if redis.call('SCARD', pending) > 0 then return -1 end
   if redis.call('EXISTS', item) == 0 then return -1 end
   if redis.call('HSETNX', item, 'doneAt', now) == 0 then return -1 end
@@ -33,14 +35,14 @@ end
 `;
 
 const ARRIVE = `
--- Several jobs of one task arrive at once (a runner takes what came in while its previous call
--- was in flight). Per job, in order: record its enter time, then
---   {'dup', outbox}  the task already ran for the item (a redelivered or duplicated job)
+-- Several deliveries to one task arrive at once (a job's bundle, and what came in while the
+-- runner's previous call was in flight). Per delivery, in order: record its enter time, then
+--   {'dup', outbox}  the task already ran for the item (a redelivered or duplicated delivery)
 --   {'wait'}         a join input stored until the item's other inputs are here
 --   {'run', input1, bytes1, input2, bytes2, ...}  run now: the inputs come with their bytes, so
 --                    that a run costs one round trip
--- KEYS: per job 4 keys: done marker, join hash, runtime record hash, the job's blob
--- ARGV: 1 numInputs, 2 rt field, 3 blob key prefix, then per job: job id, input JSON, enter ts
+-- KEYS: per delivery 4 keys: done marker, join hash, runtime record hash, its blob
+-- ARGV: 1 numInputs, 2 rt field, 3 blob key prefix, then per delivery: id, input JSON, enter ts
 local k = tonumber(ARGV[1])
 local out = {}
 for j = 0, #KEYS / 4 - 1 do
@@ -70,19 +72,21 @@ return out
 `;
 
 const STAGE = `
--- Store files (the source's batch) and register their receivers before their jobs exist, so an
--- item can never look finished too early.
+-- Store files (the source's batch) and register their deliveries before their jobs exist, so
+-- an item can never look finished too early.
 -- KEYS: per file 3 keys: blob, blob holders, the item's in-flight set
--- ARGV: per file: bytes, n receiving job ids, ids...
-local i = 1
+-- ARGV: 1 queued key prefix, then per file: bytes, n deliveries, (id, receiving task)...
+local i = 2
 for f = 0, #KEYS / 3 - 1 do
   redis.call('SET', KEYS[3 * f + 1], ARGV[i])
   local n = tonumber(ARGV[i + 1])
   for j = 1, n do
-    redis.call('SADD', KEYS[3 * f + 2], ARGV[i + 1 + j])
-    redis.call('SADD', KEYS[3 * f + 3], ARGV[i + 1 + j])
+    local id = ARGV[i + 2 * j]
+    redis.call('SADD', KEYS[3 * f + 2], id)
+    redis.call('SADD', KEYS[3 * f + 3], id)
+    redis.call('SADD', ARGV[1] .. ARGV[i + 2 * j + 1], id)
   end
-  i = i + 2 + n
+  i = i + 2 + 2 * n
 end
 return 1
 `;
@@ -90,17 +94,17 @@ return 1
 const COMMIT = FINISH_FN + `
 -- A task finished items (one or several, committed together): per item, store its outputs and
 -- register their receivers, mark the task done for the item (the marker holds the outbox: the
--- jobs to add, which the caller adds right after this script on the same connection; a
--- redelivered job re-adds them from there, so a crash between this script and the adds loses
--- nothing), free the inputs, record runtimes and events, and finish the job.
+-- deliveries to send, which the caller adds right after this script on the same connection; a
+-- redelivered delivery re-sends them from there, so a crash between this script and the adds
+-- loses nothing), free the inputs, record runtimes and events, and finish the delivery.
 -- KEYS: 1 stats, 2 events, 3 makespans, then per item 5 keys: done, join, rt, pending, item
--- ARGV: 1 doneTtl, 2 task, 3 node, 4 eventsMaxLen, 5 now, 6 blob key prefix, then per item:
---   start, finish, files, job id, outbox JSON, n events, events..., n releases, (blob, holder)...,
---   n outputs, per output: blob id, bytes, n ids, ids...
--- Returns the makespan per item (-1 while the item still has jobs in flight).
-local t, pre = ARGV[2], ARGV[6]
+-- ARGV: 1 doneTtl, 2 task, 3 node, 4 eventsMaxLen, 5 now, 6 blob key prefix, 7 queued key
+--   prefix, then per item: start, finish, files, delivery id, outbox JSON, n events, events...,
+--   n releases, (blob, holder)..., n outputs, per output: blob id, bytes, n, (id, receiver)...
+-- Returns the makespan per item (-1 while the item still has deliveries in flight).
+local t, pre, qpre = ARGV[2], ARGV[6], ARGV[7]
 local res = {}
-local i = 7
+local i = 8
 for e = 0, (#KEYS - 3) / 5 - 1 do
   local done, join, rt, pending, item = KEYS[4 + 5 * e], KEYS[5 + 5 * e], KEYS[6 + 5 * e], KEYS[7 + 5 * e], KEYS[8 + 5 * e]
   local start, finish, files, jobId, outbox = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
@@ -119,25 +123,27 @@ for e = 0, (#KEYS - 3) / 5 - 1 do
     redis.call('SET', blob, ARGV[i + 1])
     local nids = tonumber(ARGV[i + 2])
     for j = 1, nids do
-      redis.call('SADD', blob .. ':h', ARGV[i + 2 + j])
-      redis.call('SADD', pending, ARGV[i + 2 + j])
+      local id = ARGV[i + 1 + 2 * j]
+      redis.call('SADD', blob .. ':h', id)
+      redis.call('SADD', pending, id)
+      redis.call('SADD', qpre .. ARGV[i + 2 + 2 * j], id)
     end
-    i = i + 3 + nids
+    i = i + 3 + 2 * nids
   end
   redis.call('SET', done, outbox, 'EX', ARGV[1])
   redis.call('DEL', join)
   redis.call('HSET', rt, t .. '|start', start, t .. '|finish', finish, t .. '|node', ARGV[3], t .. '|file', files)
   redis.call('HINCRBY', KEYS[1], 'processed:' .. t, 1)
   for _, r in ipairs(releases) do release(pre, r[1], r[2]) end
-  res[e + 1] = finish_item(pending, item, KEYS[1], KEYS[3], jobId, ARGV[5])
+  res[e + 1] = finish_item(pending, item, KEYS[1], KEYS[3], jobId, ARGV[5], qpre .. t)
 end
 return res
 `;
 
 const DELIVER = FINISH_FN + `
 -- The sink wrote the file: count it delivered once, or as a suppressed duplicate; free the blob;
--- finish the job. KEYS: delivered names, item, stats, pending, makespans
--- ARGV: output name, now, job id, blob key prefix, blob id
+-- finish the delivery. KEYS: delivered names, item, stats, pending, makespans, sink's queued set
+-- ARGV: output name, now, delivery id, blob key prefix, blob id
 -- Returns {makespan, delivered names...} when the item finished, else {-1}.
 if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], 'lastOutputAt', ARGV[2])
@@ -146,7 +152,7 @@ else
   redis.call('HINCRBY', KEYS[3], 'dupSuppressed', 1)
 end
 release(ARGV[4], ARGV[5], ARGV[3])
-local ms = finish_item(KEYS[4], KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[2])
+local ms = finish_item(KEYS[4], KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[2], KEYS[6])
 if ms < 0 then return {-1} end
 local out = redis.call('SMEMBERS', KEYS[1])
 table.insert(out, 1, ms)
@@ -154,14 +160,15 @@ return out
 `;
 
 const RELEASE = FINISH_FN + `
--- ARGV: blob key prefix, blob id, holder (job id)
+-- ARGV: blob key prefix, blob id, holder (delivery id)
 release(ARGV[1], ARGV[2], ARGV[3])
 return 1
 `;
 
 const FINISH = FINISH_FN + `
--- KEYS: pending set, item hash, stats hash, makespans list; ARGV: job id, now
-return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
+-- KEYS: pending set, item hash, stats hash, makespans list, receiver's queued set
+-- ARGV: delivery id, now
+return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], KEYS[5])
 `;
 
 export interface ScriptedRedis extends Redis {
@@ -171,9 +178,9 @@ export interface ScriptedRedis extends Redis {
   jStage(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number>;
   /** numKeys, keys, args: see COMMIT. */
   jCommit(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number[]>;
-  jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, name: string, now: number, jobId: string, blobPrefix: string, blob: string): Promise<Array<number | string>>;
+  jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, queued: string, name: string, now: number, id: string, blobPrefix: string, blob: string): Promise<Array<number | string>>;
   jRelease(blobPrefix: string, blob: string, holder: string): Promise<number>;
-  jFinish(pending: string, item: string, stats: string, makespans: string, jobId: string, now: number): Promise<number>;
+  jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number): Promise<number>;
 }
 
 /** Define Jupiter's scripts on a connection (idempotent). */
@@ -184,9 +191,9 @@ export function withScripts(redis: Redis): ScriptedRedis {
     redis.defineCommand('jArrive', { lua: ARRIVE });
     redis.defineCommand('jStage', { lua: STAGE });
     redis.defineCommand('jCommit', { lua: COMMIT });
-    redis.defineCommand('jDeliver', { numberOfKeys: 5, lua: DELIVER });
+    redis.defineCommand('jDeliver', { numberOfKeys: 6, lua: DELIVER });
     redis.defineCommand('jRelease', { numberOfKeys: 0, lua: RELEASE });
-    redis.defineCommand('jFinish', { numberOfKeys: 4, lua: FINISH });
+    redis.defineCommand('jFinish', { numberOfKeys: 5, lua: FINISH });
   }
   return r;
 }

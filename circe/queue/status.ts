@@ -6,10 +6,14 @@ import { appKeys, SINK_QUEUE } from './keys.js';
 import { DEFAULT_SETTINGS } from './settings.js';
 import { AppQueues, execOrThrow } from './transport.js';
 
+/** Depths count files (one job can carry several). */
 export interface TaskStatus {
   task: string;
+  /** In the queue, not yet taken by the runner. */
   waiting: number;
+  /** Held by the runner: running, prefetched, or read and about to run. */
   active: number;
+  /** Waiting for a retry after the task failed on them. */
   delayed: number;
   processed: number;
   /** Items dead-lettered at this task. */
@@ -41,7 +45,13 @@ export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts
   const queues = new AppQueues(redis, prefix, app.name, DEFAULT_SETTINGS);
   try {
     const names = [...app.dagTasks, SINK_QUEUE];
-    const counts = await Promise.all(names.map((n) => queues.queue(n).getJobCounts('wait', 'prioritized', 'active', 'delayed')));
+    // Files queued per task (exact), split by the jobs that hold them: the runner holds a few
+    // jobs at most, and a delayed job is a single retried file.
+    const [queued, held, delayed] = await Promise.all([
+      execOrThrow(names.reduce((p, q) => p.scard(k.queued(q)), redis.pipeline())) as Promise<number[]>,
+      Promise.all(names.map(async (q) => (await queues.queue(q).getActive()).reduce((a, j) => a + (j?.data?.d?.length ?? 0), 0))),
+      Promise.all(names.map(async (q) => (await queues.queue(q).getJobCounts('delayed')).delayed ?? 0)),
+    ]);
     const [stats, spans, letters, nLetters] = (await execOrThrow(redis.pipeline()
       .hgetall(k.stats)
       .lrange(k.makespans, 0, -1)
@@ -49,8 +59,10 @@ export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts
       .llen(k.deadLetters))) as [Record<string, string>, string[], string[], number];
     const n = (f: string): number => Number(stats[f] ?? 0);
     const depth = (i: number): { waiting: number; active: number; delayed: number } => {
-      const c = counts[i]!;
-      return { waiting: (c.wait ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0 };
+      // Read a moment apart: clamp so that a file moving meanwhile never makes a count negative.
+      const active = Math.min(held[i]!, queued[i]!);
+      const late = Math.min(delayed[i]!, queued[i]! - active);
+      return { waiting: queued[i]! - active - late, active, delayed: late };
     };
     const sorted = spans.map(Number).sort((a, b) => a - b);
     const sinkDepth = depth(names.length - 1);

@@ -1,12 +1,13 @@
-// Moving files between tasks: bytes go to a binary Redis string (the blob), a small job with a
-// reference goes to each receiving task's BullMQ queue. Every id is deterministic, so a sender
-// that is redelivered after a crash re-sends the same jobs and receivers recognise them.
+// Moving files between tasks: bytes go to a binary Redis string (the blob), a small delivery with
+// a reference goes to each receiving task's BullMQ queue, bundled with the other deliveries sent
+// to that task at the same time (one job each). Every id is deterministic, so a sender that is
+// redelivered after a crash re-sends the same deliveries and receivers recognise them.
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis, ChainableCommander } from 'ioredis';
 import { withScripts } from './scripts.js';
 import { runtimeError } from '../../config/errors.js';
 import { appKeys, type AppKeys } from './keys.js';
-import { blobIdFor, jobIdFor, type ItemJob } from './naming.js';
+import { blobIdFor, BUNDLE_MAX, bundleIdFor, deliveryIdFor, type BundleJob, type Delivery } from './naming.js';
 import type { PipelineSettings } from './settings.js';
 
 export interface OutgoingFile {
@@ -16,10 +17,10 @@ export interface OutgoingFile {
   to: string[];
 }
 
+/** A delivery and the queue it goes to (task name, or `home` for the sink). */
 export interface QueuedJob {
   queue: string;
-  id: string;
-  data: ItemJob;
+  d: Delivery;
 }
 
 export function formatBytes(n: number): string {
@@ -42,17 +43,17 @@ export function checkBlobSize(name: string, size: number, limit: number): void {
 /** The queues of one app, opened once and reused (a Queue object per receiving task). */
 export class AppQueues {
   readonly keys: AppKeys;
-  private readonly queues = new Map<string, Queue>();
+  private readonly queues = new Map<string, Queue<BundleJob>>();
 
   constructor(readonly redis: Redis, readonly prefix: string, readonly app: string, readonly settings: PipelineSettings) {
     this.keys = appKeys(prefix, app);
     withScripts(redis);
   }
 
-  queue(name: string): Queue {
+  queue(name: string): Queue<BundleJob> {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue(name, { connection: this.redis, prefix: this.keys.queuePrefix });
+      q = new Queue<BundleJob>(name, { connection: this.redis, prefix: this.keys.queuePrefix });
       q.on('error', () => undefined);
       this.queues.set(name, q);
     }
@@ -66,15 +67,17 @@ export class AppQueues {
       backoff: { type: 'exponential', delay: this.settings.backoffMs },
       // Completed jobs are removed at once: counts and records live in our own bounded keys,
       // and a redelivered sender's copy must become a new job that the receiver can suppress.
+      // Attempts count whole-job failures (Redis unreachable); a delivery whose task fails is
+      // retried alone (retryDelivery).
       removeOnComplete: true,
       removeOnFail: { count: this.settings.keepFailedJobs },
     };
   }
 
   /**
-   * The jobs that carry a task's outputs, and the blob arguments for the commit script, which
-   * stores each file once and registers one job per receiver. The job ids join the item's
-   * in-flight set before the jobs exist, so the item can never look finished too early.
+   * The deliveries that carry a task's outputs, and the blob arguments for the commit script,
+   * which stores each file once and registers one delivery per receiver. The delivery ids join
+   * the item's in-flight set before their jobs exist, so the item can never look finished early.
    */
   prepare(item: string, from: string, files: OutgoingFile[]): { jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number> } {
     const jobs: QueuedJob[] = [];
@@ -83,50 +86,65 @@ export class AppQueues {
     for (const f of files) {
       checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
       const blob = blobIdFor(item, from, f.name);
-      const ids = f.to.map((to, i) => jobIdFor(item, from, f.name, to, i));
+      const ids = f.to.map((to, i) => deliveryIdFor(item, from, f.name, to, i));
       if (ids.length === 0) continue;
-      stageArgs.push(blob, f.bytes, ids.length, ...ids);
+      stageArgs.push(blob, f.bytes, ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
       outputs++;
-      f.to.forEach((to, i) => jobs.push({ queue: to, id: ids[i]!, data: { item, name: f.name, blob, from, size: f.bytes.length } }));
+      f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length } }));
     }
     return { jobs, outputs, stageArgs };
   }
 
   /**
-   * Add jobs (idempotent: BullMQ ignores an id that is still queued): one add, or one addBulk
-   * (a single MULTI) per receiving queue, all in the same round trip.
+   * Send deliveries: one job per receiving queue carrying all of that queue's deliveries (split
+   * at BUNDLE_MAX), every queue in the same round trip. Re-sending is harmless: a job id still
+   * queued is ignored by BullMQ, and receivers recognise deliveries they already handled.
    */
   enqueue(jobs: QueuedJob[]): Promise<unknown> {
-    const byQueue = new Map<string, QueuedJob[]>();
+    const byQueue = new Map<string, Delivery[]>();
     for (const j of jobs) {
       const list = byQueue.get(j.queue);
-      if (list) list.push(j);
-      else byQueue.set(j.queue, [j]);
+      if (list) list.push(j.d);
+      else byQueue.set(j.queue, [j.d]);
     }
-    return Promise.all([...byQueue].map(([q, list]) => (list.length === 1
-      ? this.queue(q).add(list[0]!.data.name, list[0]!.data, this.jobOptions(list[0]!.id))
-      : this.queue(q).addBulk(list.map((j) => ({ name: j.data.name, data: j.data, opts: this.jobOptions(j.id) }))))));
+    return Promise.all([...byQueue].map(([q, list]) => {
+      const bundles: Delivery[][] = [];
+      for (let i = 0; i < list.length; i += BUNDLE_MAX) bundles.push(list.slice(i, i + BUNDLE_MAX));
+      const name = (b: Delivery[]): string => (b.length === 1 ? b[0]!.name : `${b.length} files`);
+      return bundles.length === 1
+        ? this.queue(q).add(name(bundles[0]!), { d: bundles[0]! }, this.jobOptions(bundleIdFor(bundles[0]!)))
+        : this.queue(q).addBulk(bundles.map((b) => ({ name: name(b), data: { d: b }, opts: this.jobOptions(bundleIdFor(b)) })));
+    }));
+  }
+
+  /**
+   * Send one delivery again, alone and after `delayMs`, as attempt `tries + 1` (its task failed
+   * on it). The job id names the attempt: the job that carried the failed try is still active.
+   */
+  retry(queue: string, d: Delivery, delayMs: number): Promise<unknown> {
+    const tries = (d.tries ?? 0) + 1;
+    return this.queue(queue).add(d.name, { d: [{ ...d, tries }] }, { ...this.jobOptions(`${d.id}r${tries}`), delay: delayMs });
   }
 
   /**
    * Several items at once (the source's batches): one script stores every blob, then one
-   * addBulk per receiving queue. `before` adds commands that run ahead of the blob writes.
+   * bundle per receiving queue. `before` adds commands that run ahead of the blob writes.
    */
   async sendMany(batch: Array<{ item: string; from: string; files: OutgoingFile[] }>, before?: (pipe: ChainableCommander) => void): Promise<string[]> {
     const pipe = this.redis.pipeline() as ChainableCommander & { jStage(...a: Array<string | number | Buffer>): unknown };
     before?.(pipe);
     const keys: string[] = [];
-    const args: Array<string | number | Buffer> = [];
+    const args: Array<string | number | Buffer> = [this.keys.queued('')];
     const jobs: QueuedJob[] = [];
     for (const { item, from, files } of batch) {
       for (const f of files) {
         checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
         const blob = blobIdFor(item, from, f.name);
-        const fileIds = f.to.map((to, i) => jobIdFor(item, from, f.name, to, i));
-        if (fileIds.length === 0) continue;
+        const ids = f.to.map((to, i) => deliveryIdFor(item, from, f.name, to, i));
+        if (ids.length === 0) continue;
         keys.push(this.keys.blob(blob), this.keys.blobHolders(blob), this.keys.pending(item));
-        args.push(f.bytes, fileIds.length, ...fileIds);
-        f.to.forEach((to, i) => jobs.push({ queue: to, id: fileIds[i]!, data: { item, name: f.name, blob, from, size: f.bytes.length } }));
+        args.push(f.bytes, ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
+        f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length } }));
       }
     }
     if (jobs.length === 0 && !before) return [];
@@ -134,7 +152,7 @@ export class AppQueues {
     // Sent together: the queues share this connection, so Redis runs the blob writes before
     // the adds; the caller still waits for all of them before it marks its own job done.
     await Promise.all([execOrThrow(pipe), this.enqueue(jobs)]);
-    return jobs.map((j) => j.id);
+    return jobs.map((j) => j.d.id);
   }
 
   async close(): Promise<void> {

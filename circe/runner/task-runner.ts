@@ -1,13 +1,15 @@
 // The task runner: consumes one task's queue, collects joins, materialises inputs in an empty
-// pathin, invokes the task, routes its outputs, and records what happened.
+// pathin, invokes the task, routes its outputs, and records what happened. A queue job carries
+// a bundle of deliveries (what a sender committed at once); each is handled on its own.
 // Every step is safe to repeat: a runner killed at any point is restarted, BullMQ redelivers
 // the jobs it held, and the deterministic ids plus the `done` marker make the repeat harmless.
 // Speed: the runner invokes the task on `concurrency` items at a time (1 = Jupiter's
 // one-at-a-time) in the order they came, and for fast tasks holds a window of prefetched jobs
 // beside them (BullMQ concurrency). Jobs that arrive while a Redis call is in flight share the
 // next call (group commit), so a busy runner needs about one arrive and one commit round trip
-// per group of items, not per item. The window shrinks as the task gets slower, so that held
-// jobs never wait long enough to put their locks at risk (a task that blocks the event loop
+// per group of items, not per item, and the group's outputs leave as one job per receiving
+// task, so the next runner pays BullMQ's per-job cost once per group too. The window shrinks
+// as the task gets slower, so that held jobs never wait long enough to put their locks at risk (a task that blocks the event loop
 // beyond the lock makes BullMQ redeliver what the runner holds). It opens only while jobs come
 // back to back (a backlog) and closes when the runner goes idle: a worker holding several jobs
 // looks for the next one before it starts the first, which would cost an isolated item a
@@ -27,9 +29,10 @@ import { OutputPathError } from '../invoke/paths.js';
 import { routeOutputs, RoutingError } from '../dag/routing.js';
 import { connectRedis } from '../queue/connection.js';
 import { addEvent, emitItemDone } from '../queue/events.js';
-import { recordFailure, type ScriptedPipeline, type StoredInput } from '../queue/failures.js';
+import { failDelivery, recordFailure, stalledOut, type FailureContext, type ScriptedPipeline, type StoredInput } from '../queue/failures.js';
 import { appKeys, type AppKeys } from '../queue/keys.js';
-import type { ItemJob } from '../queue/naming.js';
+import { BUNDLE_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
+import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, BlobTooLargeError, execOrThrow, type OutgoingFile, type QueuedJob } from '../queue/transport.js';
@@ -57,8 +60,6 @@ export function prefetchWindow(lastMs: number, meanMs: number, lockMs: number): 
   if (lastMs > lockMs / 8) return 0;
   return Math.max(0, Math.min(PREFETCH, Math.floor(lockMs / 8 / Math.max(meanMs, 0.1))));
 }
-/** Most items per arrive or commit call. */
-const MAX_GROUP = 64;
 /** Input bytes a runner holds at once (at least one item, whatever its size). */
 const HELD_BYTES = 64 * 1024 * 1024;
 
@@ -91,26 +92,38 @@ type Arrival =
   | { kind: 'wait' }
   | { kind: 'run'; pairs: Array<{ inp: StoredInput; bytes: Buffer }> };
 
-/** What a job leaves to the commit group: its run's results, or only its finish. */
+/** A delivery in hand, with the job that brought it (`at`: when it entered the task). */
+interface InHand {
+  job: Job<BundleJob>;
+  d: Delivery;
+  at: number;
+}
+
+/** What a delivery leaves to the commit group: its run's results, or only its finish. */
 type Settle =
-  | { kind: 'run'; job: Job<ItemJob>; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean }
-  | { kind: 'dup'; job: Job<ItemJob>; outbox: QueuedJob[] }
-  | { kind: 'wait'; job: Job<ItemJob> };
+  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean })
+  | (InHand & { kind: 'dup'; outbox: QueuedJob[] })
+  | (InHand & { kind: 'wait' });
+
+/** Thrown for a delivery that had not started when the runner began to stop. */
+const STOPPING = new Error('runner stopping');
 
 export class TaskRunner {
-  private worker?: Worker<ItemJob>;
+  private worker?: Worker<BundleJob>;
   private invoker?: TaskInvoker;
   private readonly redis: ScriptedRedis;
   private readonly workerRedis: Redis;
   private queues?: AppQueues;
   private settings!: PipelineSettings;
   private readonly keys: AppKeys;
+  /** Jobs whose failure the processor already handled (the `failed` event must not repeat it). */
   private readonly recorded = new Set<string>();
   private readonly log: (msg: string) => void;
   private slots: WorkSlot[] = [];
   private closing = false;
-  /** Running mean of the task's run time (ms) and the prefetch window it allows. */
+  /** Running means of the task's run time (ms) and of deliveries per job; the prefetch window. */
   private meanMs?: number;
+  private meanBundle = 1;
   private window = 0;
   /** Jobs in hand; when the runner last had none; whether jobs come back to back. */
   private inHand = 0;
@@ -119,8 +132,10 @@ export class TaskRunner {
   private idleTimer?: NodeJS.Timeout;
   private slotGate!: FifoGate;
   private readonly heldBytes = new FifoGate(HELD_BYTES);
-  private readonly arrivals = new Grouper<Job<ItemJob>, Arrival>((jobs) => this.arrive(jobs), MAX_GROUP);
-  private readonly settles = new Grouper<Settle, number>((s) => this.settle(s), MAX_GROUP, (s) => (s.kind === 'run' ? s.bytes : 0), HELD_BYTES);
+  /** Deliveries in hand by id (the latest copy's handling). */
+  private readonly handling = new Map<string, Promise<void>>();
+  private readonly arrivals = new Grouper<InHand, Arrival>((h) => this.arrive(h), BUNDLE_MAX);
+  private readonly settles = new Grouper<Settle, number>((s) => this.settle(s), BUNDLE_MAX, (s) => (s.kind === 'run' ? s.bytes : 0), HELD_BYTES);
 
   private constructor(private readonly opts: TaskRunnerOptions) {
     this.keys = appKeys(opts.prefix, opts.app.name);
@@ -144,6 +159,11 @@ export class TaskRunner {
     return this.invoker?.pid;
   }
 
+  private get failureContext(): FailureContext {
+    const { task, node } = this.opts;
+    return { redis: this.redis, keys: this.keys, settings: this.settings, task: task.name, node, numInputs: task.numInputs };
+  }
+
   private async init(): Promise<void> {
     const { app, task } = this.opts;
     this.settings = this.opts.settings ?? (await readSettings(this.redis, this.opts.prefix, app.name));
@@ -152,7 +172,11 @@ export class TaskRunner {
     const parent = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
     this.slots = openSlots(parent, this.settings.concurrency);
     this.slotGate = new FifoGate(this.settings.concurrency);
-    this.worker = new Worker<ItemJob>(task.name, (job, token) => this.process(job, token), {
+    // Each task has one runner: jobs still held in its queue belong to a runner that died, and
+    // go back to waiting now instead of when their locks expire.
+    const back = await requeueHeldJobs(this.redis, this.keys.queuePrefix, task.name);
+    if (back > 0) this.log(`took back ${back} job(s) held by a previous runner of ${task.name}`);
+    this.worker = new Worker<BundleJob>(task.name, (job, token) => this.process(job, token), {
       connection: this.workerRedis,
       prefix: this.keys.queuePrefix,
       // Jobs held: the ones running plus the prefetched ones waiting for a slot (none until
@@ -164,9 +188,9 @@ export class TaskRunner {
     });
     this.worker.on('error', (e) => this.log(`worker error: ${e.message}`));
     this.worker.on('failed', (job, err) => {
-      // Jobs failed outside our processor (stalled too often) still get their dead letter.
+      // Jobs failed outside our processor (stalled too often) still get their dead letters.
       if (job && !this.recorded.delete(job.id!)) {
-        void this.recordFailure(job, err, job.attemptsMade, true).catch((e: Error) => this.log(`cannot record failure: ${e.message}`));
+        void stalledOut(this.failureContext, this.queues!, job, err).catch((e: Error) => this.log(`cannot record failure: ${e.message}`));
       }
     });
     await this.worker.waitUntilReady();
@@ -176,28 +200,49 @@ export class TaskRunner {
     return { type, app: this.opts.app.name, task: this.opts.task.name, node: this.opts.node, item, ts, ...extra };
   }
 
-  private async process(job: Job<ItemJob>, token?: string): Promise<void> {
+  /**
+   * One job: its deliveries go through arrive, run and commit like any others (grouped with
+   * those of the other jobs in hand). A delivery the task fails on is retried alone; a failing
+   * Redis call fails the whole job, and BullMQ retries it (what it finished meanwhile is
+   * recognised as done then).
+   */
+  private async process(job: Job<BundleJob>, token?: string): Promise<void> {
     this.inHand++;
     clearTimeout(this.idleTimer);
     if (this.inHand === 1 && !this.backlog && nowMs() - this.freeAt < BACKLOG_GAP_MS) {
       this.backlog = true;
       this.applyWindow();
     }
+    const ds = job.data.d;
+    this.meanBundle = 0.8 * this.meanBundle + 0.2 * ds.length;
+    const handled = new Set<string>();
     try {
-      await this.handle(job, token);
+      const outcomes = await Promise.allSettled(ds.map(async (d) => {
+        await this.handle({ job, d, at: job.timestamp });
+        handled.add(d.id);
+      }));
+      if (outcomes.some((o) => o.status === 'rejected' && o.reason === STOPPING)) {
+        // Back to the queue untouched (no attempt used): a stop waits only for the items
+        // actually running. If the job cannot be moved (its lock is gone), it is redelivered
+        // once the lock expires.
+        await job.moveToWait(token).catch(() => undefined);
+        throw new WaitingError();
+      }
+      const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (failed) throw failed.reason;
     } catch (e) {
       if (e instanceof WaitingError) throw e;
       const err = e instanceof Error ? e : new Error(String(e));
       const attempt = job.attemptsMade + 1;
-      const final = isPermanent(err) || attempt >= (job.opts.attempts ?? 1);
-      this.log(`task ${this.opts.task.name} failed on item ${job.data.item} (attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
-      try {
-        await this.recordFailure(job, err, attempt, final);
-        this.recorded.add(job.id!);
-      } catch (re) {
-        this.log(`cannot record failure: ${(re as Error).message}`);
+      const final = attempt >= (job.opts.attempts ?? 1);
+      this.log(`task ${this.opts.task.name} could not handle job ${job.id} (${ds.length} file(s), attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
+      this.recorded.add(job.id!);
+      if (final) {
+        for (const d of ds.filter((x) => !handled.has(x.id))) {
+          await recordFailure(this.failureContext, d, job.timestamp, err, attempt, true).catch((re: Error) => this.log(`cannot record failure: ${re.message}`));
+        }
+        if (!(err instanceof UnrecoverableError)) throw new UnrecoverableError(err.message);
       }
-      if (final && !(err instanceof UnrecoverableError)) throw new UnrecoverableError(err.message);
       throw err;
     } finally {
       if (--this.inHand === 0) {
@@ -211,17 +256,16 @@ export class TaskRunner {
     }
   }
 
-  /** One arrive call for a group of jobs: the verdict of each, with the inputs of runnable ones. */
-  private async arrive(jobs: Array<Job<ItemJob>>): Promise<Arrival[]> {
+  /** One arrive call for a group of deliveries: the verdict of each, with the inputs of runnable ones. */
+  private async arrive(group: InHand[]): Promise<Arrival[]> {
     const T = this.opts.task.name;
     const k = this.keys;
     const keys: string[] = [];
     const args: Array<string | number> = [this.opts.task.numInputs, `${T}|enter`, k.blob('')];
-    for (const job of jobs) {
-      const d = job.data;
-      const mine: StoredInput = { id: job.id!, name: d.name, blob: d.blob, from: d.from, at: job.timestamp, size: d.size };
+    for (const { d, at } of group) {
+      const mine: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at, size: d.size };
       keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob));
-      args.push(job.id!, JSON.stringify(mine), job.timestamp);
+      args.push(d.id, JSON.stringify(mine), at);
     }
     const res = await this.redis.jArriveBuffer(keys.length, ...keys, ...args);
     return res.map((r): Arrival => {
@@ -234,27 +278,43 @@ export class TaskRunner {
     });
   }
 
-  private async handle(job: Job<ItemJob>, token?: string): Promise<void> {
-    // Input bytes held by this runner stay bounded however many jobs it has prefetched.
-    const size = job.data.size ?? 0;
+  /**
+   * A second copy of a delivery this runner already has in hand (a re-sent outbox can reach the
+   * queue while the first copy still waits there) waits for the first, then finds the task done
+   * for the item: the task runs once, not once per copy.
+   */
+  private async handle(h: InHand): Promise<void> {
+    const earlier = this.handling.get(h.d.id);
+    const mine = (earlier ? earlier.catch(() => undefined) : Promise.resolve()).then(() => this.handleOne(h));
+    this.handling.set(h.d.id, mine);
+    try {
+      await mine;
+    } finally {
+      if (this.handling.get(h.d.id) === mine) this.handling.delete(h.d.id);
+    }
+  }
+
+  private async handleOne(h: InHand): Promise<void> {
+    // Input bytes held by this runner stay bounded however many deliveries it has in hand.
+    const size = h.d.size ?? 0;
     await this.heldBytes.take(size);
     try {
-      const arrival = await this.arrivals.push(job);
+      const arrival = await this.arrivals.push(h);
       let settle: Settle;
       if (arrival.kind === 'dup') {
         // A copy of something this task already did for the item. If this very job was started
         // before (a runner died holding it), the adds after its commit may not have happened:
-        // re-add the outbox (ids are deterministic; receivers drop what they already had).
-        const outbox = job.attemptsStarted > 1 && arrival.outbox.startsWith('[') ? (JSON.parse(arrival.outbox) as QueuedJob[]) : [];
-        settle = { kind: 'dup', job, outbox };
+        // re-send the outbox (ids are deterministic; receivers drop what they already had).
+        const outbox = h.job.attemptsStarted > 1 && arrival.outbox.startsWith('[') ? (JSON.parse(arrival.outbox) as QueuedJob[]) : [];
+        settle = { ...h, kind: 'dup', outbox };
       } else if (arrival.kind === 'wait') {
-        settle = { kind: 'wait', job };
+        settle = { ...h, kind: 'wait' };
       } else {
         // The commit is already under way; the slot was emptied meanwhile.
-        await this.maybeDone(job.data.item, await this.runInSlot(job, arrival.pairs, token));
+        await this.maybeDone(h.d.item, await this.runInSlot(h, arrival.pairs));
         return;
       }
-      await this.maybeDone(job.data.item, await this.settles.push(settle));
+      await this.maybeDone(h.d.item, await this.settles.push(settle));
     } finally {
       this.heldBytes.give(size);
     }
@@ -262,36 +322,49 @@ export class TaskRunner {
 
   /**
    * Run the task on one item in a free work slot (slots are handed out in arrival order) and
-   * commit it; resolves with the item's makespan (-1 while it is in flight). When
-   * the runner is stopping, a prefetched job that has not started goes back to its queue
-   * untouched (no attempt used), so a stop waits only for the items actually running.
+   * commit it; resolves with the item's makespan (-1 while it is in flight). The slot is free
+   * again as soon as the outputs are read, so the next item runs while this one's commit is in
+   * flight, and the items finished meanwhile share the next commit (and leave as one job). A
+   * failure of the task is the delivery's alone: it is retried after a backoff, or buried.
    */
-  private async runInSlot(job: Job<ItemJob>, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, token?: string): Promise<number> {
+  private async runInSlot(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>): Promise<number> {
     await this.slotGate.take();
-    if (this.closing && token) {
+    if (this.closing) {
       this.slotGate.give();
-      // If the job cannot be moved (its lock is gone), it is redelivered once the lock expires.
-      await job.moveToWait(token).catch(() => undefined);
-      throw new WaitingError();
+      throw STOPPING;
     }
     const slot = this.slots.find((s) => !s.busy)!;
     slot.busy = true;
+    let settle: Settle;
     try {
-      return this.settles.push(await this.execute(job, pairs, slot));
-    } finally {
-      // Emptied after the commit and the adds are on their way (they carry the item onward).
-      setImmediate(() => {
-        slot.reset();
-        slot.busy = false;
-        this.slotGate.give();
-      });
+      settle = await this.execute(h, pairs, slot);
+    } catch (e) {
+      this.freeSlot(slot);
+      await this.fail(h, e instanceof Error ? e : new Error(String(e)));
+      return -1;
     }
+    // Queued for commit before the slot is emptied: an idle runner's commit goes out first.
+    const committed = this.settles.push(settle);
+    this.freeSlot(slot);
+    return committed;
   }
 
-  private async execute(job: Job<ItemJob>, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, slot: WorkSlot): Promise<Settle> {
+  private freeSlot(slot: WorkSlot): void {
+    slot.reset();
+    slot.busy = false;
+    this.slotGate.give();
+  }
+
+  private async fail(h: InHand, err: Error): Promise<void> {
+    const attempt = (h.d.tries ?? 0) + 1;
+    const final = await failDelivery(this.failureContext, this.queues!, h.d, h.at, err, isPermanent(err));
+    this.log(`task ${this.opts.task.name} failed on item ${h.d.item} (attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
+  }
+
+  private async execute(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, slot: WorkSlot): Promise<Settle> {
     const { task } = this.opts;
     const T = task.name;
-    const d = job.data;
+    const { d } = h;
     pairs.sort((a, b) => a.inp.at - b.inp.at || a.inp.name.localeCompare(b.inp.name));
     const inputs = pairs.map((p) => p.inp);
     const names = inputs.map((i) => i.name);
@@ -315,7 +388,7 @@ export class TaskRunner {
     const announce = setTimeout(() => {
       announced = true;
       const pipe = this.redis.pipeline();
-      addEvent(pipe, this.keys, this.settings.eventsMaxLen, this.event('enter', d.item, job.timestamp));
+      addEvent(pipe, this.keys, this.settings.eventsMaxLen, this.event('enter', d.item, h.at));
       addEvent(pipe, this.keys, this.settings.eventsMaxLen, this.event('start', d.item, start));
       pipe.exec().catch(() => undefined); // telemetry only: never fail the item for it
     }, RUNNING_EVENT_AFTER_MS);
@@ -331,13 +404,14 @@ export class TaskRunner {
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
     if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
     const { jobs, outputs: nOut, stageArgs } = this.queues!.prepare(d.item, T, files);
-    return { kind: 'run', job, inputs, names, start, finish, jobs, outputs: nOut, stageArgs, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced };
+    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced };
   }
 
   /** Resize the prefetch window after an invocation that took `ms`. */
   private adapt(ms: number): void {
     this.meanMs = this.meanMs === undefined ? ms : 0.8 * this.meanMs + 0.2 * ms;
-    this.window = prefetchWindow(ms, this.meanMs, this.settings.lockMs);
+    // The window counts jobs: a job holds meanBundle items on average.
+    this.window = prefetchWindow(ms, this.meanMs * Math.max(1, this.meanBundle), this.settings.lockMs);
     this.applyWindow();
   }
 
@@ -348,9 +422,9 @@ export class TaskRunner {
   }
 
   /**
-   * One round trip for a group of finished jobs: one commit script for the items that ran
+   * One round trip for a group of finished deliveries: one commit script for the items that ran
    * (outputs, done markers, runtimes, events, freed inputs), the finishes of duplicates and
-   * join inputs that wait, and the adds of every output job right behind them on the same
+   * join inputs that wait, and the jobs carrying every output right behind them on the same
    * connection. Returns each item's makespan (-1 while the item is still in flight).
    */
   private async settle(group: Settle[]): Promise<number[]> {
@@ -363,15 +437,15 @@ export class TaskRunner {
     const adds: QueuedJob[] = [];
     if (runs.length > 0) {
       const keys: string[] = [k.stats, k.events, k.makespans];
-      const args: Array<string | number | Buffer> = [this.settings.doneTtlSec, T, node, maxLen, Date.now(), k.blob('')];
+      const args: Array<string | number | Buffer> = [this.settings.doneTtlSec, T, node, maxLen, Date.now(), k.blob(''), k.queued('')];
       for (const r of runs) {
-        const item = r.job.data.item;
+        const item = r.d.item;
         keys.push(k.done(T, item), k.join(T, item), k.rt(item), k.pending(item), k.item(item));
         const events = [
-          ...(r.announced ? [] : [this.event('enter', item, r.job.timestamp), this.event('start', item, r.start)]),
+          ...(r.announced ? [] : [this.event('enter', item, r.at), this.event('start', item, r.start)]),
           this.event('finish', item, r.finish, { durationMs: r.finish - r.start }),
         ];
-        args.push(r.start, r.finish, r.names.join(';'), r.job.id!, JSON.stringify(r.jobs), events.length, ...events.map((e) => JSON.stringify(e)));
+        args.push(r.start, r.finish, r.names.join(';'), r.d.id, JSON.stringify(r.jobs), events.length, ...events.map((e) => JSON.stringify(e)));
         args.push(r.inputs.length, ...r.inputs.flatMap((inp) => [inp.blob, inp.id]));
         args.push(r.outputs, ...r.stageArgs);
         adds.push(...r.jobs);
@@ -381,15 +455,15 @@ export class TaskRunner {
     const now = Date.now();
     for (const s of group) {
       if (s.kind === 'run') continue;
-      const d = s.job.data;
+      const d = s.d;
       if (s.kind === 'dup') {
         adds.push(...s.outbox);
-        pipe.jRelease(k.blob(''), d.blob, s.job.id!);
+        pipe.jRelease(k.blob(''), d.blob, d.id);
         pipe.hincrby(k.stats, `dup:${T}`, 1);
       } else {
-        addEvent(pipe, k, maxLen, this.event('enter', d.item, s.job.timestamp));
+        addEvent(pipe, k, maxLen, this.event('enter', d.item, s.at));
       }
-      pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, s.job.id!, now);
+      pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, now);
     }
     // Sent together on one connection: Redis runs the commit before the adds.
     const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? this.queues!.enqueue(adds) : undefined]);
@@ -405,11 +479,6 @@ export class TaskRunner {
 
   private async maybeDone(item: string, makespan: number): Promise<void> {
     if (makespan >= 0) await emitItemDone(this.redis, this.keys, this.settings.eventsMaxLen, item, makespan);
-  }
-
-  private recordFailure(job: Job<ItemJob>, err: Error, attempt: number, final: boolean): Promise<void> {
-    const { task, node } = this.opts;
-    return recordFailure({ redis: this.redis, keys: this.keys, settings: this.settings, task: task.name, node, numInputs: task.numInputs }, job, err, attempt, final);
   }
 
   /** Finish the items running, return the prefetched jobs to the queue, then stop (SIGTERM path). */

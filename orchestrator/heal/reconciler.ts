@@ -15,7 +15,6 @@ import { connectRedis } from '../../circe/queue/connection.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { runtimeFor } from '../deploy/runtimes.js';
-import { requeueHeldJobs } from './requeue.js';
 
 export interface ReconcilerOptions {
   redisUrl: string;
@@ -98,9 +97,7 @@ export class Reconciler {
     for (const [t, n] of Object.entries(helperNodes)) moved[t] = [rec.mapping[t]!, n];
     const mapping = { ...rec.mapping, ...fixed.mapping, ...helperNodes };
     this.log(`${name}: node(s) ${lost.join(', ')} lost; moving ${Object.entries(moved).map(([t, [a, b]]) => `${t} ${a}->${b}`).join(', ')}`);
-    // Before the new runners start, so that they find the held items waiting.
-    const requeued = await requeueHeldJobs(this.redis, prefix, name, Object.keys(moved).filter((t) => app.dagTasks.includes(t)));
-    if (requeued) this.log(`${name}: ${requeued} item(s) held by the lost runners are queued again`);
+    // The new runners take back the jobs the lost ones held as they start (requeueHeldJobs).
     const runtime = runtimeFor(dep.runtime);
     await runtime.start(app, Object.keys(moved).map((task) => ({
       app: name, task, node: mapping[task]!, runId: dep.runId, redisUrl: this.opts.redisUrl, redisPrefix: prefix,

@@ -119,7 +119,7 @@ describe('circe pipeline (in-process runners, real Redis)', function () {
     const k = appKeys(PREFIX, app.name);
     await rig.client.set(k.blob('replayed'), 'other bytes');
     await rig.client.sadd(k.blobHolders('replayed'), 'jreplay');
-    await sinkQueue.add('1x_c.txt', { item: '1x', name: '1x_c.txt', blob: 'replayed', from: 'c', size: 11 }, { jobId: 'jreplay' });
+    await sinkQueue.add('1x_c.txt', { d: [{ id: 'jreplay', item: '1x', name: '1x_c.txt', blob: 'replayed', from: 'c', size: 11 }] }, { jobId: 'jreplay' });
     await until(async () => (await getStatus(rig.client, PREFIX, app)).sink.duplicatesSuppressed === 1, 10_000, 'duplicate suppressed');
     expect(readFileSync(join(out, '1x_c.txt'), 'utf8')).to.equal('x\na\nb\nc\n');
     expect(readdirSync(out)).to.deep.equal(['1x_c.txt']);

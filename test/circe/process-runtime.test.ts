@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { circeSuite } from '../support/circe-suite.js';
 import { appsDir } from '../support/paths.js';
-import { fixtureAppDir, until } from './support.js';
+import { fixtureAppDir } from './support.js';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import {
@@ -52,37 +52,6 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     expect(again.map((h) => h.id)).to.deep.equal(handles.map((h) => h.id));
     return join(rig.work, 'runs', app.name, runId, 'output');
   }
-
-  it('restarts a runner killed with -9 mid-stream; the sink delivers every item exactly once', async () => {
-    const app = await loadApp(fixtureAppDir('jsline'));
-    const out = await deploy(app, 'kill');
-    const N = 300;
-    const files = Array.from({ length: N }, (_, i) => {
-      const p = join(rig.work, `${i + 1}i.txt`);
-      writeFileSync(p, `item ${i + 1}\n`);
-      return p;
-    });
-    const items = await submitItems(rig.client, PREFIX, app, files, { runId: 'kill' });
-    await until(async () => (await getStatus(rig.client, PREFIX, app)).sink.delivered >= 30, 30_000, 'first deliveries');
-    const before = (await runtime.list(app.name, cluster)).find((h) => h.task === 'b')!;
-    process.kill(Number(before.id), 'SIGKILL');
-    const after = await until(async () => {
-      const h = (await runtime.list(app.name, cluster)).find((x) => x.task === 'b');
-      return h && h.id !== before.id && alive(Number(h.id)) ? h : undefined;
-    }, 15_000, 'runner b restarted');
-    expect(after.id).to.not.equal(before.id);
-    const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 90_000 });
-    const st = await getStatus(rig.client, PREFIX, app);
-    const delivered = res.filter((r) => r.outputs.length === 1 && !r.failed).length;
-    const files2 = readdirSync(out);
-    console.log(`      sent ${N}, delivered ${st.sink.delivered}, lost ${N - delivered}, duplicates suppressed ${st.sink.duplicatesSuppressed + st.tasks.reduce((a, t) => a + t.duplicates, 0)}`);
-    expect(delivered).to.equal(N);
-    expect(st.sink.delivered).to.equal(N);
-    expect(files2).to.have.length(N);
-    expect(readFileSync(join(out, '17i_c.txt'), 'utf8')).to.equal('item 17\na\nb\nc\n');
-    const logs = await runtime.logs(app.name, 'b', cluster);
-    expect(logs).to.match(/died \(SIGKILL\); restart #1/);
-  });
 
   for (const name of ['dummy', 'anomaly']) {
     it(`runs the example app ${name} end to end`, async function () {

@@ -1,6 +1,7 @@
-// The task runner's fast path: it holds a window of prefetched jobs and shares arrive and commit
-// round trips between them, yet runs the task on one item at a time, in arrival order, in empty
-// work folders; a stop returns the prefetched jobs to the queue without using an attempt.
+// The task runner's fast path: it holds a window of prefetched jobs (each a bundle of files) and
+// shares arrive and commit round trips between them, yet runs the task on one item at a time, in
+// arrival order, in empty work folders; a stop returns the jobs it holds to the queue without
+// using an attempt.
 import { expect } from 'chai';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -93,7 +94,7 @@ describe('circe runner: prefetch window and grouped round trips', function () {
     expect(await rig.client.keys(`${appKeys(PREFIX, app.name).base}blob*`)).to.deep.equal([]);
   });
 
-  it('a stop returns the prefetched jobs to the queue untouched; a new runner finishes them', async () => {
+  it('a stop returns the jobs it holds to the queue untouched; a new runner finishes them', async () => {
     const app = chainApp(rig.work);
     await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20 });
     const out = join(rig.work, 'out');
@@ -105,15 +106,19 @@ describe('circe runner: prefetch window and grouped round trips', function () {
     // The first item shows the task's pace; from the second one on, the runner prefetches.
     await until(async () => existsSync(log) && readFileSync(log, 'utf8').includes('start 001.txt'), 10_000, 'the second item to start');
     const queue = new Queue('p', { connection: rig.client, prefix: appKeys(PREFIX, app.name).queuePrefix });
-    expect((await queue.getJobCounts('active')).active).to.be.greaterThan(2);
+    // The source sent the 12 files as one job: the runner holds all of them.
+    const before = Number(await rig.client.hget(appKeys(PREFIX, app.name).stats, 'processed:p'));
+    const held = (await getStatus(rig.client, PREFIX, app)).tasks[0]!.active;
+    expect(held).to.be.within(12 - before - 1, 12 - before); // an item may finish in between
     await p1.close();
     const counts = await queue.getJobCounts('wait', 'active', 'delayed', 'failed');
     const k = appKeys(PREFIX, app.name);
     const processed = Number(await rig.client.hget(k.stats, 'processed:p'));
-    // the running item finished; every other one is back in the queue, none failed or delayed
+    // the running item finished; the job with every other file is back in the queue, unfailed
     expect(processed).to.be.at.least(2);
-    expect(counts).to.deep.include({ active: 0, delayed: 0, failed: 0 });
-    expect((counts.wait ?? 0) + processed).to.equal(12);
+    expect(counts).to.deep.include({ wait: 1, active: 0, delayed: 0, failed: 0 });
+    const st = await getStatus(rig.client, PREFIX, app);
+    expect(st.tasks[0]).to.include({ waiting: 12 - processed, active: 0, delayed: 0 });
     const waiting = await queue.getJobs(['wait']);
     expect(waiting.every((j) => j.attemptsMade === 0)).to.equal(true);
     expect(await rig.client.hget(k.stats, 'retried:p')).to.equal(null);

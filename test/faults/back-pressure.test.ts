@@ -4,7 +4,6 @@
 // the queues may hold at once). Through the real CLI.
 import { expect } from 'chai';
 import { join } from 'node:path';
-import { AppQueues } from '../../circe/queue/transport.js';
 import type { DEFAULT_SETTINGS } from '../../circe/queue/settings.js';
 import { queueDepths } from '../../circe/home/source.js';
 import { waitForItems } from '../../circe/home/wait.js';
@@ -38,7 +37,6 @@ describe('fault: a slow consumer (back-pressure bounds queues and Redis memory)'
     expect(settings.queueCap).to.equal(CAP);
 
     const app = await loadApp(appDir);
-    const queues = new AppQueues(redis, PREFIX, APP, settings);
     const memory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1]);
     const baseline = await memory();
     let maxDepth = 0;
@@ -48,7 +46,7 @@ describe('fault: a slow consumer (back-pressure bounds queues and Redis memory)'
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const depths = await queueDepths(queues, app);
+        const depths = await queueDepths(redis, PREFIX, app);
         for (const [t, d] of Object.entries(depths)) if (d > maxDepth) [maxDepth, maxTask] = [d, t];
         peak = Math.max(peak, await memory());
         samples++;
@@ -62,7 +60,6 @@ describe('fault: a slow consumer (back-pressure bounds queues and Redis memory)'
     await waitForItems(redis, PREFIX, APP, items, { timeoutMs: 90_000 });
     sampling = false;
     await sampler;
-    await queues.close();
     const growth = peak - baseline;
     const c = await countDeliveries(redis, PREFIX, APP, dep.deployment.outputDir, items.map((i) => `${i}_t2.txt`), ['0s_t2.txt']);
     console.log(`      ${samples} samples: deepest queue ${maxDepth} (${maxTask}, cap ${CAP}); submit took ${(submittedMs / 1000).toFixed(1)} s (held back); ` +

@@ -1,8 +1,8 @@
 // Fault 1: kill -9 a task's runner in the middle of a 1,000-item stream, with the process runtime
 // (its supervisor restarts it) and with the docker runtime (the node process inside the container
-// is killed; the container's on-failure restart policy brings it back). The item the runner held
-// is redelivered once its lock expires, and the sink delivers every output exactly once.
-// (test/circe/process-runtime.test.ts keeps a smaller kill test of the supervisor's restart log.)
+// is killed; the container's on-failure restart policy brings it back). The jobs the runner held
+// go back to the queue as its replacement starts (not when their 30 s locks expire: the default
+// lock is kept here), and the sink delivers every output exactly once.
 import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,10 @@ import { countDeliveries, pidAlive, printCounts, until, writeChainApp, writeItem
 
 const N = 1000;
 
-/** Submit N items, kill the victim once some are delivered, wait for all, count. */
+/**
+ * Submit N items, kill the victim once some are delivered, wait for all, count. The victim, t1,
+ * takes 2 ms an item, so that it always holds jobs when it is killed (a backlog waits for it).
+ */
 async function streamWithKill(redis: Redis, prefix: string, app: AppSpec, work: string, outDir: string, tag: string, kill: () => Promise<void>): Promise<{ c: DeliveryCount; atKill: number; ms: number }> {
   const files = writeItems(join(work, 'in'), N, tag);
   const t0 = Date.now();
@@ -66,12 +69,11 @@ describe('fault: kill -9 a task runner mid-stream (1,000 items)', function () {
   });
 
   it('process runtime: the supervisor restarts the runner; every item is delivered exactly once', async () => {
-    const app = await loadApp(writeChainApp(join(work, 'p'), 'killproc', { tasks: 3 }));
+    const app = await loadApp(writeChainApp(join(work, 'p'), 'killproc', { tasks: 3, sleepOf: { 1: 2 } }));
     const cluster = { stateDir: join(work, 'p', '.jupiter') } as ClusterConfig;
     const runtime = new ProcessRuntime({ runsDir: join(work, 'p', 'runs'), stopGraceSec: 5 });
     const prefix = 'kp:';
-    // A short lock: the killed runner's item is redelivered after ~3 s instead of 30 s.
-    await configureApp(client, prefix, app.name, { lockMs: 3000, backoffMs: 100 });
+    await configureApp(client, prefix, app.name, { backoffMs: 100 });
     const specs: RunnerSpec[] = [...app.dagTasks, 'home'].map((task) => ({ app: app.name, task, node: task === 'home' ? 'home' : 'node1', runId: 'r', redisUrl: redis.url, redisPrefix: prefix }));
     try {
       await runtime.prepare(app, cluster);
@@ -88,7 +90,9 @@ describe('fault: kill -9 a task runner mid-stream (1,000 items)', function () {
       });
       console.log(`      killed runner t1 (pid ${victim}) after ${atKill} deliveries; ${N} items in ${(ms / 1000).toFixed(1)} s`);
       checkCounts(c, outDir, 'k');
-      expect(await runtime.logs(app.name, 't1', cluster)).to.match(/died \(SIGKILL\); restart #1/);
+      const log = await runtime.logs(app.name, 't1', cluster);
+      expect(log).to.match(/died \(SIGKILL\); restart #1/);
+      expect(log).to.match(/took back \d+ job\(s\) held by a previous runner of t1/);
     } finally {
       await runtime.teardown(app.name, cluster);
     }
@@ -109,11 +113,11 @@ describe('fault: kill -9 a task runner mid-stream (1,000 items)', function () {
     });
 
     it('the container restarts after its runner is killed; every item is delivered exactly once', async () => {
-      app = await loadApp(writeChainApp(join(work, 'd'), 'killdock', { tasks: 3 }));
+      app = await loadApp(writeChainApp(join(work, 'd'), 'killdock', { tasks: 3, sleepOf: { 1: 2 } }));
       cluster = dockerCluster([{ name: 'node1', endpoint: engine!.endpoint }]);
       cluster.redisUrl = redis.url;
       const prefix = cluster.redisPrefix;
-      await configureApp(client, prefix, app.name, { lockMs: 3000, backoffMs: 100 });
+      await configureApp(client, prefix, app.name, { backoffMs: 100 });
       const t0 = Date.now();
       await rt.prepare(app, cluster);
       const prepMs = Date.now() - t0;
@@ -139,6 +143,8 @@ describe('fault: kill -9 a task runner mid-stream (1,000 items)', function () {
         console.log(`      images ready in ${(prepMs / 1000).toFixed(1)} s; killed runner t1 (host pid ${victim}) after ${atKill} deliveries; container restarted ${st.RestartCount}x; ${N} items in ${(ms / 1000).toFixed(1)} s`);
         checkCounts(c, outDir, 'd');
         expect(st.RestartCount).to.equal(1);
+        const log = await rt.logs(app.name, 't1', cluster);
+        expect(log, log).to.match(/took back \d+ job\(s\) held by a previous runner of t1/);
       } finally {
         await sink.close();
       }

@@ -18,7 +18,7 @@ import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, execOrThrow } from '../queue/transport.js';
 import { Grouper } from '../runner/group.js';
-import { PREFETCH } from '../runner/task-runner.js';
+import { HELD_BYTES, PREFETCH } from '../runner/task-runner.js';
 
 export interface SinkOptions {
   app: string;
@@ -55,8 +55,8 @@ export class Sink {
   private readonly keys: AppKeys;
   private readonly recorded = new Set<string>();
   private readonly dirs = new Set<string>();
-  /** Deliveries of all jobs in hand share the sink's round trips. */
-  private readonly deliveries = new Grouper<Delivery, Outcome>((ds) => this.deliver(ds), 2 * BUNDLE_MAX);
+  /** Deliveries of all jobs in hand share the sink's round trips (a group reads its bytes at once). */
+  private readonly deliveries = new Grouper<Delivery, Outcome>((ds) => this.deliver(ds), 2 * BUNDLE_MAX, (d) => d.size, HELD_BYTES);
 
   private constructor(private readonly opts: SinkOptions) {
     this.keys = appKeys(opts.prefix, opts.app);
@@ -69,7 +69,7 @@ export class Sink {
     s.settings = opts.settings ?? (await readSettings(s.redis, opts.prefix, opts.app));
     s.queues = new AppQueues(s.redis, opts.prefix, opts.app, s.settings);
     await mkdir(opts.outputDir, { recursive: true });
-    await requeueHeldJobs(s.redis, s.keys.queuePrefix, SINK_QUEUE);
+    await requeueHeldJobs(s.redis, s.keys.queuePrefix, SINK_QUEUE, (job, err) => stalledOut(s.failureContext, s.queues, job, err));
     s.worker = new Worker<BundleJob>(SINK_QUEUE, (job) => s.process(job), {
       connection: s.workerRedis,
       prefix: s.keys.queuePrefix,

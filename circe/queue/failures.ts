@@ -92,16 +92,17 @@ export async function recordFailure(ctx: FailureContext, d: Delivery, at: number
 }
 
 /**
- * A job failed outside the processor: BullMQ saw it stalled too often (the runners holding it
- * kept dying). A bundle is split, each delivery sent again alone as a new attempt, so that one
- * delivery that kills its runner cannot take its neighbours with it; a job of one is buried.
+ * A job whose runners died while holding it (BullMQ saw it stalled too often, or a starting
+ * runner took it back): a bundle is split, each delivery sent again in a job of its own without
+ * counting an attempt, so that one delivery that kills its runner cannot take its neighbours
+ * with it; a job of one is buried. Deliveries the task already finished are skipped.
  */
 export async function stalledOut(ctx: FailureContext, queues: AppQueues, job: Job<BundleJob>, err: Error): Promise<void> {
   const ds = job.data.d;
   const done = (await execOrThrow(ds.reduce((p, d) => p.exists(ctx.keys.done(ctx.task, d.item)), ctx.redis.pipeline()))) as number[];
   for (const [i, d] of ds.entries()) {
     if (done[i]) continue;
-    if (ds.length > 1 && (d.tries ?? 0) + 1 < ctx.settings.attempts) await queues.retry(ctx.task, d, 0);
+    if (ds.length > 1) await queues.sendAlone(ctx.task, d, `${d.id}s${job.id}`);
     else await recordFailure(ctx, d, job.timestamp, err, (d.tries ?? 0) + 1, true);
   }
 }

@@ -5,22 +5,57 @@
 // minute with the defaults); moving it back to `wait` with its own lock token (Job.moveToWait)
 // hands it over now, without counting a failed attempt. Should the old runner still be alive
 // after all (a network partition), it merely repeats work that the done markers and the sink's
-// dedup make harmless.
-import { Queue } from 'bullmq';
+// dedup make harmless. A bundle taken back is split at once (each file in a job of its own, no
+// attempt counted), so that a file whose task crashes the runner is soon alone; a single file's
+// job whose runners keep dying would come back forever: its own hash counts the take-backs, and
+// after MAX_TAKEBACKS it is given up (its file becomes a dead letter).
+import { Queue, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { BundleJob } from './naming.js';
 
-/** Move the active jobs of a task's queue back to waiting; returns how many moved. */
-export async function requeueHeldJobs(redis: Redis, queuePrefix: string, task: string): Promise<number> {
-  const queue = new Queue(task, { connection: redis, prefix: queuePrefix });
+/** Take-backs of a single file's job before it is given up (3 runs in all, like 3 attempts). */
+export const MAX_TAKEBACKS = 2;
+
+export interface Requeued {
+  /** Jobs moved back to waiting. */
+  moved: number;
+  /** Bundles split into jobs of one file. */
+  split: number;
+  /** Jobs of one file given up. */
+  givenUp: number;
+}
+
+/**
+ * Take back the active jobs of a task's queue: move them to waiting, or hand them to `giveUp`
+ * (which splits a bundle, or buries a single file) and end them.
+ */
+export async function requeueHeldJobs(
+  redis: Redis, queuePrefix: string, task: string, giveUp: (job: Job<BundleJob>, err: Error) => Promise<void>,
+): Promise<Requeued> {
+  const queue = new Queue<BundleJob>(task, { connection: redis, prefix: queuePrefix });
   queue.on('error', () => undefined);
-  let moved = 0;
+  const out: Requeued = { moved: 0, split: 0, givenUp: 0 };
   try {
     for (const job of await queue.getActive()) {
       if (!job?.id) continue;
-      const token = await redis.get(`${queue.toKey(job.id)}:lock`);
+      const key = queue.toKey(job.id);
+      const token = (await redis.get(`${key}:lock`)) ?? '0';
       try {
-        await job.moveToWait(token ?? undefined);
-        moved++;
+        const times = await redis.hincrby(key, 'jupiterTakenBack', 1);
+        if ((job.data?.d?.length ?? 0) > 1) {
+          await giveUp(job, new Error('split after its runner died'));
+          // Its files travel on in their own jobs: this one is done (and removed).
+          await job.moveToCompleted('split', token, false);
+          out.split++;
+        } else if (times > MAX_TAKEBACKS) {
+          const err = new UnrecoverableError(`the runner of ${task} died ${times} times while holding this job`);
+          await giveUp(job, err);
+          await job.moveToFailed(err, token, false);
+          out.givenUp++;
+        } else {
+          await job.moveToWait(token);
+          out.moved++;
+        }
       } catch {
         // finished or taken over meanwhile: nothing to recover
       }
@@ -28,5 +63,5 @@ export async function requeueHeldJobs(redis: Redis, queuePrefix: string, task: s
   } finally {
     await queue.close();
   }
-  return moved;
+  return out;
 }

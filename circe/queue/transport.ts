@@ -123,7 +123,12 @@ export class AppQueues {
    */
   retry(queue: string, d: Delivery, delayMs: number): Promise<unknown> {
     const tries = (d.tries ?? 0) + 1;
-    return this.queue(queue).add(d.name, { d: [{ ...d, tries }] }, { ...this.jobOptions(`${d.id}r${tries}`), delay: delayMs });
+    return this.sendAlone(queue, { ...d, tries }, `${d.id}r${tries}`, delayMs);
+  }
+
+  /** One delivery in a job of its own, under a job id the caller makes unique. */
+  sendAlone(queue: string, d: Delivery, jobId: string, delayMs = 0): Promise<unknown> {
+    return this.queue(queue).add(d.name, { d: [d] }, { ...this.jobOptions(jobId), delay: delayMs });
   }
 
   /**

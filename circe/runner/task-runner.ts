@@ -61,7 +61,7 @@ export function prefetchWindow(lastMs: number, meanMs: number, lockMs: number): 
   return Math.max(0, Math.min(PREFETCH, Math.floor(lockMs / 8 / Math.max(meanMs, 0.1))));
 }
 /** Input bytes a runner holds at once (at least one item, whatever its size). */
-const HELD_BYTES = 64 * 1024 * 1024;
+export const HELD_BYTES = 64 * 1024 * 1024;
 
 export interface TaskRunnerOptions {
   app: AppSpec;
@@ -174,8 +174,9 @@ export class TaskRunner {
     this.slotGate = new FifoGate(this.settings.concurrency);
     // Each task has one runner: jobs still held in its queue belong to a runner that died, and
     // go back to waiting now instead of when their locks expire.
-    const back = await requeueHeldJobs(this.redis, this.keys.queuePrefix, task.name);
-    if (back > 0) this.log(`took back ${back} job(s) held by a previous runner of ${task.name}`);
+    const back = await requeueHeldJobs(this.redis, this.keys.queuePrefix, task.name, (job, err) => stalledOut(this.failureContext, this.queues!, job, err));
+    if (back.moved + back.split > 0) this.log(`took back ${back.moved + back.split} job(s) held by a previous runner of ${task.name}${back.split ? ` (${back.split} split into jobs of one file)` : ''}`);
+    if (back.givenUp > 0) this.log(`gave up ${back.givenUp} job(s) whose runners kept dying while holding them: dead letters`);
     this.worker = new Worker<BundleJob>(task.name, (job, token) => this.process(job, token), {
       connection: this.workerRedis,
       prefix: this.keys.queuePrefix,

@@ -48,6 +48,8 @@ export interface ChainAppOptions {
   sleepOf?: Record<number, number>;
   /** Task index that throws on items whose content includes `FAIL` (every attempt). */
   failAt?: number;
+  /** Task index that kills its own runner (SIGKILL) on items whose content includes `CRASH`. */
+  crashAt?: number;
 }
 
 /**
@@ -67,13 +69,14 @@ export function writeChainApp(parent: string, name: string, opts: ChainAppOption
     map[t] = [t, true];
     const ms = opts.sleepOf?.[i] ?? opts.sleepMs ?? 0;
     writeFileSync(join(dir, 'scripts', `${t}.mjs`), [
-      `// Fault-test task ${t}: appends its name${ms ? `, sleeps ${ms} ms` : ''}${opts.failAt === i ? ', throws on FAIL items' : ''}.`,
+      `// Fault-test task ${t}: appends its name${ms ? `, sleeps ${ms} ms` : ''}${opts.failAt === i ? ', throws on FAIL items' : ''}${opts.crashAt === i ? ', kills its runner on CRASH items' : ''}.`,
       "import { readFile, writeFile } from 'node:fs/promises';",
       "import { join } from 'node:path';",
       'export async function task(inputs, pathin, pathout) {',
       '  const [name] = inputs;',
       "  const body = await readFile(join(pathin, name), 'utf8');",
       opts.failAt === i ? `  if (body.includes('FAIL')) throw new Error('${t} refuses ' + name.split(/[_.]/)[0]);` : '',
+      opts.crashAt === i ? "  if (body.includes('CRASH')) process.kill(process.pid, 'SIGKILL');" : '',
       ms ? `  await new Promise((r) => setTimeout(r, ${ms}));` : '',
       `  const out = join(pathout, name.split(/[_.]/)[0] + '_${t}.txt');`,
       `  await writeFile(out, body + '${t}\\n');`,

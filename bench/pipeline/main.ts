@@ -10,9 +10,10 @@
 // where the time goes independently of how busy the machine is.
 // Environment: BENCH_ITEMS (10000), BENCH_LATENCY_ITEMS (300), BENCH_ROUNDS (3),
 // BENCH_CONCURRENCY (runner concurrency; default: the pipeline default), BENCH_ONLY=ours,
+// BENCH_TASK=python (the no-op tasks in Python, through the persistent Python worker),
 // BENCH_PROFILE=<dir> (CPU profiles of the runners), BENCH_RESULTS=<file> (JSON, default
 // bench/results/pipeline.json).
-import { NOOP_TASK_SOURCE } from './noop-task.js';
+import { NOOP_PYTHON_SOURCE, NOOP_TASK_SOURCE } from './noop-task.js';
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -31,6 +32,7 @@ const N = Number(process.env.BENCH_ITEMS ?? 10_000);
 const LAT_N = Number(process.env.BENCH_LATENCY_ITEMS ?? 300);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const ONLY_OURS = process.env.BENCH_ONLY === 'ours';
+const PYTHON = process.env.BENCH_TASK === 'python';
 const PAYLOAD = Buffer.alloc(100, 'p');
 const PREFIX = 'bench:';
 const here = dirname(fileURLToPath(import.meta.url));
@@ -100,7 +102,7 @@ async function redisCalls(redis: Redis, items: number): Promise<{ scripts: numbe
 }
 
 function makeApp(root: string): string {
-  const dir = join(root, 'noop3');
+  const dir = join(root, PYTHON ? 'noop3py' : 'noop3');
   mkdirSync(join(dir, 'scripts'), { recursive: true });
   mkdirSync(join(dir, 'sample_input'), { recursive: true });
   writeFileSync(join(dir, 'configuration.txt'), '3\ns1 1 true s2\ns2 1 true s3\ns3 1 true home\n');
@@ -108,7 +110,8 @@ function makeApp(root: string): string {
     taskname_map: { s1: ['noop', true], s2: ['noop', true], s3: ['noop', true] },
     exec_profiler: { s1: true, s2: true, s3: true },
   }));
-  writeFileSync(join(dir, 'scripts', 'noop.mjs'), NOOP_TASK_SOURCE);
+  if (PYTHON) writeFileSync(join(dir, 'scripts', 'noop.py'), NOOP_PYTHON_SOURCE);
+  else writeFileSync(join(dir, 'scripts', 'noop.mjs'), NOOP_TASK_SOURCE);
   writeFileSync(join(dir, 'sample_input', '1.bin'), PAYLOAD);
   return dir;
 }
@@ -398,7 +401,7 @@ async function main(): Promise<void> {
     console.log(`  redis-benchmark PING, 1 client   ${f(rb.rps, 0)} req/s, round trip p50 ${f(rb.p50Ms, 3)} ms`);
     console.log(`  raw BullMQ chain                 ${f(tp('raw'), 0)} items/s, hop p50 ${f(rawLat.p50)} ms, p99 ${f(rawLat.p99)} ms (in-process)`);
     console.log(`  raw BullMQ, process per stage    ${f(tp('rawProc'), 0)} items/s`);
-    console.log(`  Jupiter (process runtime)        ${f(tp('ours'), 0)} items/s, hop p50 ${f(ourLat.p50)} ms, p99 ${f(ourLat.p99)} ms`);
+    console.log(`  ${`Jupiter (process runtime${PYTHON ? ', Python' : ''})`.padEnd(33)}${f(tp('ours'), 0)} items/s, hop p50 ${f(ourLat.p50)} ms, p99 ${f(ourLat.p99)} ms`);
     console.log(`  throughput ratio Jupiter/raw     ${f(ratio)}  (per round: ${rounds.map((x) => f(x.ratio)).join(', ')}; target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'})`);
     console.log(`  ratio Jupiter/raw process-per-stage ${f(ratioProc)}`);
     console.log(`  hop p50 Jupiter/raw              ${f(ourLat.p50 / rawLat.p50)}x;  = ${f(ourLat.p50 / rb.p50Ms, 0)} Redis round trips  (target p50 < 2 ms: ${ourLat.p50 < 2 ? 'met' : 'NOT met'})`);
@@ -408,10 +411,10 @@ async function main(): Promise<void> {
     const rs = ourRuns[ourRuns.length - 1]!.redis!;
     const rr = rounds[rounds.length - 1]?.raw?.redis;
     console.log(`  Redis per item, Jupiter          ${f(rs.scripts, 1)} scripts taking ${f(rs.scriptUs, 0)} µs, ${f(rs.commands, 0)} commands` + (rr ? `; raw: ${f(rr.scripts, 1)} scripts taking ${f(rr.scriptUs, 0)} µs, ${f(rr.commands, 0)} commands` : ''));
-    const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', 'pipeline.json');
+    const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', PYTHON ? 'pipeline-python.json' : 'pipeline.json');
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify({
-      bench: 'pipeline', at: new Date().toISOString(), items: N, latencyItems: LAT_N, rounds: ROUNDS, payloadBytes: PAYLOAD.length,
+      bench: 'pipeline', task: PYTHON ? 'python' : 'javascript', at: new Date().toISOString(), items: N, latencyItems: LAT_N, rounds: ROUNDS, payloadBytes: PAYLOAD.length,
       concurrency: ours.concurrency, cpus: cpus().length, loadavg: loadavg(), node: process.version,
       redisBenchmark: rb,
       median: { rawItemsPerSec: tp('raw'), rawProcessItemsPerSec: tp('rawProc'), oursItemsPerSec: tp('ours'), ratio, ratioProcess: ratioProc },

@@ -10,3 +10,14 @@ export const NOOP_TASK_SOURCE = [
   '}',
   '',
 ].join('\n');
+
+/** The same no-op as a Python task with Jupiter's contract (BENCH_TASK=python). */
+export const NOOP_PYTHON_SOURCE = [
+  'import os',
+  '',
+  'def task(filename, pathin, pathout):',
+  '    out = os.path.join(pathout, filename)',
+  '    os.rename(os.path.join(pathin, filename), out)',
+  '    return [out]',
+  '',
+].join('\n');

@@ -29,13 +29,15 @@ import { OutputPathError } from '../invoke/paths.js';
 import { routeOutputs, RoutingError } from '../dag/routing.js';
 import { connectRedis } from '../queue/connection.js';
 import { addEvent, emitItemDone } from '../queue/events.js';
-import { failDelivery, recordFailure, stalledOut, type FailureContext, type ScriptedPipeline, type StoredInput } from '../queue/failures.js';
+import { failDelivery, recordFailure, stalledOut, type FailureContext, type StoredInput } from '../queue/failures.js';
 import { appKeys, type AppKeys } from '../queue/keys.js';
-import { BUNDLE_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
+import { BUNDLE_MAX, type BundleJob } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
-import { AppQueues, BlobTooLargeError, execOrThrow, type OutgoingFile, type QueuedJob } from '../queue/transport.js';
+import { AppQueues, BlobTooLargeError, type OutgoingFile, type QueuedJob } from '../queue/transport.js';
+import { arriveGroup, type Arrival, type InHand } from './arrive.js';
+import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
 
@@ -86,24 +88,6 @@ export function isPermanent(e: unknown): boolean {
 export const nowMs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
 
 const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
-
-type Arrival =
-  | { kind: 'dup'; outbox: string }
-  | { kind: 'wait' }
-  | { kind: 'run'; pairs: Array<{ inp: StoredInput; bytes: Buffer }> };
-
-/** A delivery in hand, with the job that brought it (`at`: when it entered the task). */
-interface InHand {
-  job: Job<BundleJob>;
-  d: Delivery;
-  at: number;
-}
-
-/** What a delivery leaves to the commit group: its run's results, or only its finish. */
-type Settle =
-  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean })
-  | (InHand & { kind: 'dup'; outbox: QueuedJob[] })
-  | (InHand & { kind: 'wait' });
 
 /** Thrown for a delivery that had not started when the runner began to stop. */
 const STOPPING = new Error('runner stopping');
@@ -257,26 +241,8 @@ export class TaskRunner {
     }
   }
 
-  /** One arrive call for a group of deliveries: the verdict of each, with the inputs of runnable ones. */
-  private async arrive(group: InHand[]): Promise<Arrival[]> {
-    const T = this.opts.task.name;
-    const k = this.keys;
-    const keys: string[] = [];
-    const args: Array<string | number> = [this.opts.task.numInputs, `${T}|enter`, k.blob('')];
-    for (const { d, at } of group) {
-      const mine: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at, size: d.size };
-      keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob));
-      args.push(d.id, JSON.stringify(mine), at);
-    }
-    const res = await this.redis.jArriveBuffer(keys.length, ...keys, ...args);
-    return res.map((r): Arrival => {
-      const verdict = r[0]!.toString();
-      if (verdict === 'dup') return { kind: 'dup', outbox: r[1]?.toString() ?? '' };
-      if (verdict === 'wait') return { kind: 'wait' };
-      const pairs: Array<{ inp: StoredInput; bytes: Buffer }> = [];
-      for (let i = 1; i + 1 < r.length; i += 2) pairs.push({ inp: JSON.parse(r[i]!.toString()) as StoredInput, bytes: r[i + 1]! });
-      return { kind: 'run', pairs };
-    });
+  private arrive(group: InHand[]): Promise<Arrival[]> {
+    return arriveGroup(this.redis, this.keys, this.opts.task, group);
   }
 
   /**
@@ -422,60 +388,8 @@ export class TaskRunner {
     if (this.worker && !this.closing && this.worker.concurrency !== c) this.worker.concurrency = c;
   }
 
-  /**
-   * One round trip for a group of finished deliveries: one commit script for the items that ran
-   * (outputs, done markers, runtimes, events, freed inputs), the finishes of duplicates and
-   * join inputs that wait, and the jobs carrying every output right behind them on the same
-   * connection. Returns each item's makespan (-1 while the item is still in flight).
-   */
-  private async settle(group: Settle[]): Promise<number[]> {
-    const { node } = this.opts;
-    const T = this.opts.task.name;
-    const k = this.keys;
-    const maxLen = this.settings.eventsMaxLen;
-    const pipe = this.redis.pipeline() as ScriptedPipeline & { jCommit(...a: Array<string | number | Buffer>): ScriptedPipeline };
-    const runs = group.filter((s): s is Extract<Settle, { kind: 'run' }> => s.kind === 'run');
-    const adds: QueuedJob[] = [];
-    if (runs.length > 0) {
-      const keys: string[] = [k.stats, k.events, k.makespans];
-      const args: Array<string | number | Buffer> = [this.settings.doneTtlSec, T, node, maxLen, Date.now(), k.blob(''), k.queued('')];
-      for (const r of runs) {
-        const item = r.d.item;
-        keys.push(k.done(T, item), k.join(T, item), k.rt(item), k.pending(item), k.item(item));
-        const events = [
-          ...(r.announced ? [] : [this.event('enter', item, r.at), this.event('start', item, r.start)]),
-          this.event('finish', item, r.finish, { durationMs: r.finish - r.start }),
-        ];
-        args.push(r.start, r.finish, r.names.join(';'), r.d.id, JSON.stringify(r.jobs), events.length, ...events.map((e) => JSON.stringify(e)));
-        args.push(r.inputs.length, ...r.inputs.flatMap((inp) => [inp.blob, inp.id]));
-        args.push(r.outputs, ...r.stageArgs);
-        adds.push(...r.jobs);
-      }
-      pipe.jCommit(keys.length, ...keys, ...args);
-    }
-    const now = Date.now();
-    for (const s of group) {
-      if (s.kind === 'run') continue;
-      const d = s.d;
-      if (s.kind === 'dup') {
-        adds.push(...s.outbox);
-        pipe.jRelease(k.blob(''), d.blob, d.id);
-        pipe.hincrby(k.stats, `dup:${T}`, 1);
-      } else {
-        addEvent(pipe, k, maxLen, this.event('enter', d.item, s.at));
-      }
-      pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, now);
-    }
-    // Sent together on one connection: Redis runs the commit before the adds.
-    const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? this.queues!.enqueue(adds) : undefined]);
-    let at = 0;
-    const committed = runs.length > 0 ? (out[at++] as number[]) : [];
-    let r = 0;
-    return group.map((s) => {
-      if (s.kind === 'run') return Number(committed[r++]);
-      at += s.kind === 'dup' ? 3 : 2;
-      return Number(out[at - 1]);
-    });
+  private settle(group: Settle[]): Promise<number[]> {
+    return commitGroup({ redis: this.redis, keys: this.keys, queues: this.queues!, settings: this.settings, task: this.opts.task.name, node: this.opts.node, event: (...a) => this.event(...a) }, group);
   }
 
   private async maybeDone(item: string, makespan: number): Promise<void> {

@@ -1,0 +1,44 @@
+// The first step of a delivery at a runner: one ARRIVE script call for a group of deliveries
+// records their enter times and returns each one's verdict, with the input bytes of those that
+// can run now (so that a run costs one round trip).
+import type { Job } from 'bullmq';
+import type { TaskSpec } from '../../config/types.js';
+import type { StoredInput } from '../queue/failures.js';
+import type { AppKeys } from '../queue/keys.js';
+import type { BundleJob, Delivery } from '../queue/naming.js';
+import type { ScriptedRedis } from '../queue/scripts.js';
+
+/** A delivery in hand, with the job that brought it (`at`: when it entered the task). */
+export interface InHand {
+  job: Job<BundleJob>;
+  d: Delivery;
+  at: number;
+}
+
+export type Arrival =
+  /** The task already ran for the item; `outbox` is what that run sent (JSON). */
+  | { kind: 'dup'; outbox: string }
+  /** A join input, stored until the item's other inputs are here. */
+  | { kind: 'wait' }
+  /** Run now on these inputs. */
+  | { kind: 'run'; pairs: Array<{ inp: StoredInput; bytes: Buffer }> };
+
+export async function arriveGroup(redis: ScriptedRedis, k: AppKeys, task: TaskSpec, group: InHand[]): Promise<Arrival[]> {
+  const T = task.name;
+  const keys: string[] = [];
+  const args: Array<string | number> = [task.numInputs, `${T}|enter`, k.blob('')];
+  for (const { d, at } of group) {
+    const mine: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at, size: d.size };
+    keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob));
+    args.push(d.id, JSON.stringify(mine), at);
+  }
+  const res = await redis.jArriveBuffer(keys.length, ...keys, ...args);
+  return res.map((r): Arrival => {
+    const verdict = r[0]!.toString();
+    if (verdict === 'dup') return { kind: 'dup', outbox: r[1]?.toString() ?? '' };
+    if (verdict === 'wait') return { kind: 'wait' };
+    const pairs: Array<{ inp: StoredInput; bytes: Buffer }> = [];
+    for (let i = 1; i + 1 < r.length; i += 2) pairs.push({ inp: JSON.parse(r[i]!.toString()) as StoredInput, bytes: r[i + 1]! });
+    return { kind: 'run', pairs };
+  });
+}

@@ -1,0 +1,77 @@
+// The last step of deliveries at a runner: one round trip for a group of finished deliveries.
+// One COMMIT script for the items that ran (outputs, done markers, runtimes, events, freed
+// inputs), the finishes of duplicates and of join inputs that wait, and the jobs carrying every
+// output right behind them on the same connection (Redis runs the commit before the adds).
+import type { TaskEvent } from '../../config/events.js';
+import { addEvent } from '../queue/events.js';
+import type { ScriptedPipeline, StoredInput } from '../queue/failures.js';
+import type { AppKeys } from '../queue/keys.js';
+import type { ScriptedRedis } from '../queue/scripts.js';
+import type { PipelineSettings } from '../queue/settings.js';
+import { execOrThrow, type AppQueues, type QueuedJob } from '../queue/transport.js';
+import type { InHand } from './arrive.js';
+
+/** What a delivery leaves to the commit group: its run's results, or only its finish. */
+export type Settle =
+  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean })
+  | (InHand & { kind: 'dup'; outbox: QueuedJob[] })
+  | (InHand & { kind: 'wait' });
+
+export interface CommitContext {
+  redis: ScriptedRedis;
+  keys: AppKeys;
+  queues: AppQueues;
+  settings: PipelineSettings;
+  task: string;
+  node: string;
+  event(type: TaskEvent['type'], item: string, ts: number, extra?: Partial<TaskEvent>): TaskEvent;
+}
+
+/** Commit a group; returns each item's makespan (-1 while the item is still in flight). */
+export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<number[]> {
+  const { keys: k, task: T, settings } = ctx;
+  const maxLen = settings.eventsMaxLen;
+  const pipe = ctx.redis.pipeline() as ScriptedPipeline & { jCommit(...a: Array<string | number | Buffer>): ScriptedPipeline };
+  const runs = group.filter((s): s is Extract<Settle, { kind: 'run' }> => s.kind === 'run');
+  const adds: QueuedJob[] = [];
+  if (runs.length > 0) {
+    const keys: string[] = [k.stats, k.events, k.makespans];
+    const args: Array<string | number | Buffer> = [settings.doneTtlSec, T, ctx.node, maxLen, Date.now(), k.blob(''), k.queued('')];
+    for (const r of runs) {
+      const item = r.d.item;
+      keys.push(k.done(T, item), k.join(T, item), k.rt(item), k.pending(item), k.item(item));
+      // Fast items report enter and start here; a slow one announced them while it ran.
+      const events = [
+        ...(r.announced ? [] : [ctx.event('enter', item, r.at), ctx.event('start', item, r.start)]),
+        ctx.event('finish', item, r.finish, { durationMs: r.finish - r.start }),
+      ];
+      args.push(r.start, r.finish, r.names.join(';'), r.d.id, JSON.stringify(r.jobs), events.length, ...events.map((e) => JSON.stringify(e)));
+      args.push(r.inputs.length, ...r.inputs.flatMap((inp) => [inp.blob, inp.id]));
+      args.push(r.outputs, ...r.stageArgs);
+      adds.push(...r.jobs);
+    }
+    pipe.jCommit(keys.length, ...keys, ...args);
+  }
+  const now = Date.now();
+  for (const s of group) {
+    if (s.kind === 'run') continue;
+    const d = s.d;
+    if (s.kind === 'dup') {
+      adds.push(...s.outbox);
+      pipe.jRelease(k.blob(''), d.blob, d.id);
+      pipe.hincrby(k.stats, `dup:${T}`, 1);
+    } else {
+      addEvent(pipe, k, maxLen, ctx.event('enter', d.item, s.at));
+    }
+    pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, now);
+  }
+  const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
+  let at = 0;
+  const committed = runs.length > 0 ? (out[at++] as number[]) : [];
+  let r = 0;
+  return group.map((s) => {
+    if (s.kind === 'run') return Number(committed[r++]);
+    at += s.kind === 'dup' ? 3 : 2;
+    return Number(out[at - 1]);
+  });
+}

@@ -44,13 +44,39 @@ function asPaths(task: string, v: unknown): string[] {
   throw new Error(`task ${task} returned ${typeof v}; expected an array of output paths`);
 }
 
+// Python workers started ahead of createInvoker(), by task name, with their start-up.
+const prestarted = new Map<string, { worker: PythonWorker; started: Promise<void> }>();
+
+/**
+ * Start a Python task's interpreter now (no-op for other tasks): it then boots and imports the
+ * task's module while the runner loads its own modules and connects to Redis, instead of after.
+ * createInvoker() takes this worker over and reports its start-up error, if any, as usual.
+ */
+export function prestartInvoker(task: TaskSpec): void {
+  if (!task.isDag || task.language !== 'python' || prestarted.has(task.name)) return;
+  const worker = new PythonWorker(task.name, task.scriptFile);
+  prestarted.set(task.name, { worker, started: worker.start() });
+}
+
+async function startPython(task: TaskSpec): Promise<PythonWorker> {
+  const pre = prestarted.get(task.name);
+  prestarted.delete(task.name);
+  if (pre && pre.worker.scriptFile === task.scriptFile) {
+    await pre.started;
+    return pre.worker;
+  }
+  await pre?.worker.close();
+  const worker = new PythonWorker(task.name, task.scriptFile);
+  await worker.start();
+  return worker;
+}
+
 export async function createInvoker(app: AppSpec, task: TaskSpec): Promise<TaskInvoker> {
   if (!task.isDag) {
     throw inputError(`task ${task.name} of app ${app.name} is a non-DAG helper; it runs once as a script (runHelper), not per item`);
   }
   if (task.language === 'python') {
-    const worker = new PythonWorker(task.name, task.scriptFile);
-    await worker.start();
+    const worker = await startPython(task);
     return {
       get pid() {
         return worker.pid;

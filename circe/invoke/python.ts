@@ -38,7 +38,7 @@ export class PythonWorker {
   private readonly pending = new Map<number, Pending>();
   pid?: number;
 
-  constructor(private readonly task: string, private readonly scriptFile: string, private readonly python = process.env.JUPITER_PYTHON ?? 'python3') {}
+  constructor(private readonly task: string, readonly scriptFile: string, private readonly python = process.env.JUPITER_PYTHON ?? 'python3') {}
 
   /** Start the interpreter and import the module (errors in the module surface here). */
   start(): Promise<void> {

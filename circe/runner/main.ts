@@ -1,14 +1,17 @@
 // Task runner process entry (dist/circe/runner/main.js), configured only by JUPITER_* variables.
 // JUPITER_TASK=home runs the home's sink; a non-DAG helper task runs its script once and exits
 // with the script's code; any other task consumes its queue until SIGTERM.
-import { loadApp } from '../../config/app/load.js';
+// Start-up is on the critical path of every deploy (all runners start at once on few cores), so
+// each path imports only its own modules (the sink, or the app loader and the task runner), a
+// Python task's interpreter boots while the runner loads BullMQ, and the connection that
+// announces readiness is opened at once, so it is up when the runner is.
+import type { Redis } from 'ioredis';
 import { isJupiterError } from '../../config/errors.js';
 import { runHelper } from '../invoke/helper.js';
+import { prestartInvoker } from '../invoke/invoker.js';
 import { connectRedis } from '../queue/connection.js';
 import { maskUrl } from '../../config/cluster/mask.js';
 import { appKeys, SINK_QUEUE } from '../queue/keys.js';
-import { Sink } from '../home/sink.js';
-import { TaskRunner } from './task-runner.js';
 import { readRunnerEnv } from './env.js';
 
 const log = (msg: string): void => {
@@ -16,8 +19,7 @@ const log = (msg: string): void => {
 };
 
 /** Tell the deploy pipeline this runner consumes its queue, so inputs are not fed to nobody. */
-async function announceReady(url: string, prefix: string, app: string, task: string, node: string): Promise<void> {
-  const redis = connectRedis(url, { failFast: true });
+async function announceReady(redis: Redis, prefix: string, app: string, task: string, node: string): Promise<void> {
   await redis.hset(appKeys(prefix, app).ready, task, JSON.stringify({ node, pid: process.pid, at: Date.now() })).catch(() => undefined);
   await redis.quit().catch(() => undefined);
 }
@@ -38,15 +40,20 @@ async function main(): Promise<number> {
     process.on('SIGINT', () => stop('SIGINT'));
   });
 
+  // Only for the announcement (or a helper's exit code): the runner and sink have their own.
+  const announcer = connectRedis(env.redisUrl, { failFast: true });
+
   if (env.task === SINK_QUEUE) {
+    const { Sink } = await import('../home/sink.js');
     const sink = await Sink.start({ app: env.app, redisUrl: env.redisUrl, prefix: env.redisPrefix, outputDir: env.outputDir, node: env.node, log });
     closing = () => sink.close();
-    await announceReady(env.redisUrl, env.redisPrefix, env.app, env.task, env.node);
+    await announceReady(announcer, env.redisPrefix, env.app, env.task, env.node);
     log(`${where}: sink writing to ${env.outputDir} (Redis ${maskUrl(env.redisUrl)})`);
     await stopped;
     return 0;
   }
 
+  const { loadApp } = await import('../../config/app/load.js');
   const app = await loadApp(env.appDir);
   const task = app.tasks.find((t) => t.name === env.task);
   if (!task) throw new Error(`app ${app.name} has no task ${env.task}`);
@@ -54,16 +61,17 @@ async function main(): Promise<number> {
   if (!task.isDag) {
     log(`${where}: running helper ${task.scriptFile} ${task.args.join(' ')}`);
     const code = await runHelper(task);
-    const redis = connectRedis(env.redisUrl, { failFast: true });
-    await redis.hset(appKeys(env.redisPrefix, env.app).helper(task.name), 'exitCode', code, 'at', Date.now(), 'node', env.node).catch(() => undefined);
-    await redis.quit().catch(() => undefined);
+    await announcer.hset(appKeys(env.redisPrefix, env.app).helper(task.name), 'exitCode', code, 'at', Date.now(), 'node', env.node).catch(() => undefined);
+    await announcer.quit().catch(() => undefined);
     log(`${where}: helper exited with code ${code}`);
     return code;
   }
 
+  prestartInvoker(task);
+  const { TaskRunner } = await import('./task-runner.js');
   const runner = await TaskRunner.start({ app, task, node: env.node, redisUrl: env.redisUrl, prefix: env.redisPrefix, workDir: env.workDir, log });
   closing = () => runner.close();
-  await announceReady(env.redisUrl, env.redisPrefix, env.app, env.task, env.node);
+  await announceReady(announcer, env.redisPrefix, env.app, env.task, env.node);
   log(`${where}: consuming queue ${task.name} (Redis ${maskUrl(env.redisUrl)}${runner.invokerPid ? `, python worker pid ${runner.invokerPid}` : ''})`);
   if (stopping) await runner.close();
   await stopped;

@@ -6,7 +6,7 @@ import { readdir } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inputError } from '../errors.js';
-import { ajv, lazyValidator } from '../schemas/ajv.js';
+import { errorsText, lazyValidator } from '../schemas/ajv.js';
 import { appSpecSchema } from '../schemas/app-spec.js';
 import { SAFE_NAME, type AppSpec, type TaskSpec } from '../types.js';
 import { checkName, parseConfiguration } from './configuration.js';
@@ -192,7 +192,7 @@ export async function loadApp(pathOrName: string, opts: LoadAppOptions = {}): Pr
   const validate = validateModel();
   if (!validate(model)) {
     // Everything above should make this impossible: a failure is a bug in this loader.
-    throw new Error(`internal: app model of ${name} fails its schema: ${ajv.errorsText(validate.errors)}`);
+    throw new Error(`internal: app model of ${name} fails its schema: ${errorsText(validate.errors)}`);
   }
   return app;
 }

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from '../queue/libs.js';
 import type { Redis } from 'ioredis';
 import type { ItemDoneEvent } from '../../config/events.js';
 import { connectRedis } from '../queue/connection.js';
@@ -18,7 +18,7 @@ import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, execOrThrow } from '../queue/transport.js';
 import { Grouper } from '../runner/group.js';
-import { HELD_BYTES, PREFETCH } from '../runner/task-runner.js';
+import { HELD_BYTES, PREFETCH } from '../runner/limits.js';
 
 export interface SinkOptions {
   app: string;

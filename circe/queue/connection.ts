@@ -1,6 +1,6 @@
 // Redis connections following BullMQ's production advice: workers never give up on a command
 // (maxRetriesPerRequest: null) and reconnect forever after a Redis restart.
-import { Redis } from 'ioredis';
+import { Redis } from './libs.js';
 
 
 export interface ConnectOptions {

@@ -9,7 +9,7 @@
 // attempt counted), so that a file whose task crashes the runner is soon alone; a single file's
 // job whose runners keep dying would come back forever: its own hash counts the take-backs, and
 // after MAX_TAKEBACKS it is given up (its file becomes a dead letter).
-import { Queue, UnrecoverableError, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, type Job } from './libs.js';
 import type { Redis } from 'ioredis';
 import type { BundleJob } from './naming.js';
 

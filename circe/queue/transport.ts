@@ -2,7 +2,7 @@
 // a reference goes to each receiving task's BullMQ queue, bundled with the other deliveries sent
 // to that task at the same time (one job each). Every id is deterministic, so a sender that is
 // redelivered after a crash re-sends the same deliveries and receivers recognise them.
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions } from './libs.js';
 import type { Redis, ChainableCommander } from 'ioredis';
 import { withScripts } from './scripts.js';
 import { runtimeError } from '../../config/errors.js';

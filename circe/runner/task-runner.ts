@@ -19,7 +19,7 @@
 // never kept a strict order anyway.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { UnrecoverableError, WaitingError, Worker, type Job } from '../queue/libs.js';
 import type { Redis } from 'ioredis';
 import type { AppSpec, TaskSpec } from '../../config/types.js';
 import type { TaskEvent } from '../../config/events.js';
@@ -39,12 +39,10 @@ import { AppQueues, BlobTooLargeError, type OutgoingFile, type QueuedJob } from 
 import { arriveGroup, type Arrival, type InHand } from './arrive.js';
 import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
+import { HELD_BYTES, prefetchWindow } from './limits.js';
 import { defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
 
 export { defaultWorkRoot } from './work-slots.js';
-
-/** Most jobs a runner holds beyond the ones it runs: enough to keep Redis round trips overlapped. */
-export const PREFETCH = 32;
 
 /** An item running longer than this announces its start at once (dashboards show it running). */
 export const RUNNING_EVENT_AFTER_MS = 100;
@@ -53,17 +51,6 @@ export const RUNNING_EVENT_AFTER_MS = 100;
 const BACKLOG_GAP_MS = 2;
 /** Idle this long: the window closes. */
 const IDLE_MS = 50;
-
-/**
- * Prefetch window after an item took `lastMs` with a running mean of `meanMs`: held jobs wait
- * about window x mean, kept under an eighth of the lock; none after an item that took longer.
- */
-export function prefetchWindow(lastMs: number, meanMs: number, lockMs: number): number {
-  if (lastMs > lockMs / 8) return 0;
-  return Math.max(0, Math.min(PREFETCH, Math.floor(lockMs / 8 / Math.max(meanMs, 0.1))));
-}
-/** Input bytes a runner holds at once (at least one item, whatever its size). */
-export const HELD_BYTES = 64 * 1024 * 1024;
 
 export interface TaskRunnerOptions {
   app: AppSpec;

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { Redis } from '../../circe/queue/libs.js';
 import { runtimeError } from '../../config/errors.js';
 import { maskUrl } from '../../config/cluster/mask.js';
 import { freePort } from './free-port.js';

@@ -7,7 +7,7 @@
 // were already there count towards statistics and metrics, but only each task's last one is
 // published (retained), so a late-started bridge does not replay history at viewers.
 import { scanKeys } from '../../circe/queue/connection.js';
-import { Redis } from 'ioredis';
+import { Redis } from '../../circe/queue/libs.js';
 import { redisKeys, type Keys } from '../../config/redis-keys.js';
 import type { AppEvent, MappingRecord, TaskEvent } from '../../config/events.js';
 import type { LinkProfile, NodeResources } from '../../config/types.js';

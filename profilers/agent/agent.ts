@@ -4,7 +4,7 @@
 // a killed agent disappears when its heartbeat key expires.
 import { maskUrl } from '../../config/cluster/mask.js';
 import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
+import { Redis } from '../../circe/queue/libs.js';
 import { redisKeys, type Keys } from '../../config/redis-keys.js';
 import { runtimeError } from '../../config/errors.js';
 import { ProbeServer } from '../network/probe-server.js';

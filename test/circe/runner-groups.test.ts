@@ -9,7 +9,7 @@ import { Queue } from 'bullmq';
 import { circeSuite } from '../support/circe-suite.js';
 import { specOf, until } from './support.js';
 import { appKeys, configureApp, getStatus, Sink, submitItems, TaskRunner, waitForItems } from '../../circe/index.js';
-import { PREFETCH, prefetchWindow } from '../../circe/runner/task-runner.js';
+import { PREFETCH, prefetchWindow } from '../../circe/runner/limits.js';
 import { FifoGate, Grouper } from '../../circe/runner/group.js';
 import type { AppSpec } from '../../config/types.js';
 

@@ -14,8 +14,9 @@
 // BENCH_PROFILE=<dir> (CPU profiles of the runners), BENCH_RESULTS=<file> (JSON, default
 // bench/results/pipeline.json).
 import { NOOP_PYTHON_SOURCE, NOOP_TASK_SOURCE } from './noop-task.js';
+import { cpuUs } from '../proc-cpu.js';
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,19 +55,6 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** CPU time (user + system) of a process in µs, from /proc (Linux; NaN elsewhere). */
-function cpuUs(pid: number | undefined): number {
-  if (!pid) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields 14 and 15 (utime, stime) in clock ticks; f[0] is field 3
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / 100;
-  } catch {
-    return NaN;
-  }
-}
 
 /** CPU per item (µs) of named processes over one measured run. */
 class CpuMeter {
@@ -401,7 +389,7 @@ async function main(): Promise<void> {
     console.log(`  redis-benchmark PING, 1 client   ${f(rb.rps, 0)} req/s, round trip p50 ${f(rb.p50Ms, 3)} ms`);
     console.log(`  raw BullMQ chain                 ${f(tp('raw'), 0)} items/s, hop p50 ${f(rawLat.p50)} ms, p99 ${f(rawLat.p99)} ms (in-process)`);
     console.log(`  raw BullMQ, process per stage    ${f(tp('rawProc'), 0)} items/s`);
-    console.log(`  ${`Jupiter (process runtime${PYTHON ? ', Python' : ''})`.padEnd(33)}${f(tp('ours'), 0)} items/s, hop p50 ${f(ourLat.p50)} ms, p99 ${f(ourLat.p99)} ms`);
+    console.log(`  ${`Jupiter (process runtime${PYTHON ? ', Python' : ''})`.padEnd(32)} ${f(tp('ours'), 0)} items/s, hop p50 ${f(ourLat.p50)} ms, p99 ${f(ourLat.p99)} ms`);
     console.log(`  throughput ratio Jupiter/raw     ${f(ratio)}  (per round: ${rounds.map((x) => f(x.ratio)).join(', ')}; target >= 0.50: ${ratio >= 0.5 ? 'met' : 'NOT met'})`);
     console.log(`  ratio Jupiter/raw process-per-stage ${f(ratioProc)}`);
     console.log(`  hop p50 Jupiter/raw              ${f(ourLat.p50 / rawLat.p50)}x;  = ${f(ourLat.p50 / rb.p50Ms, 0)} Redis round trips  (target p50 < 2 ms: ${ourLat.p50 < 2 ? 'met' : 'NOT met'})`);

@@ -9,7 +9,7 @@
 // a busy shared machine shifts both sides. CPU ms per runner (from /proc at readiness) shows the
 // start-up work independently of load. Environment: BENCH_ROUNDS (5), BENCH_APP (apps/dummy).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import type { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
+import { cpuUs } from '../proc-cpu.js';
 import { connectRedis } from '../../circe/queue/connection.js';
 import { appKeys, SINK_QUEUE } from '../../circe/queue/keys.js';
 import { teardownAppKeys } from '../../circe/queue/teardown.js';
@@ -37,16 +38,7 @@ const median = (xs: number[]): number => {
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** CPU time (user + system) of a process in ms, from /proc (Linux; NaN elsewhere). */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-  } catch {
-    return NaN;
-  }
-}
+const cpuMs = (pid: number): number => cpuUs(pid) / 1000;
 
 /** ms from spawn to exit of `count` plain node processes started at once (slowest of them). */
 async function bareNodes(count: number): Promise<number> {

@@ -5,15 +5,12 @@
 // becomes a dead letter instead of crashing the runner forever. Every other item is delivered
 // exactly once.
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import type { ClusterConfig } from '../../config/types.js';
-import { configureApp, connectRedis, getStatus, ProcessRuntime, submitItems, waitForItems } from '../../circe/index.js';
+import { configureApp, getStatus, ProcessRuntime, submitItems, waitForItems } from '../../circe/index.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
-import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { circeSuite } from '../support/circe-suite.js';
 import { countDeliveries, printCounts, writeChainApp, writeItems } from '../support/faults.js';
 
 const N = 60;
@@ -21,22 +18,10 @@ const POISON = 23;
 
 describe('fault: a task that kills its runner on one item (poison item)', function () {
   this.timeout(120_000);
-  let redis: TestRedis;
-  let client: Redis;
-  let work: string;
-
-  before(async () => {
-    redis = await startTestRedis();
-    client = connectRedis(redis.url);
-    work = mkdtempSync(join(tmpdir(), 'jupiter-poison-'));
-  });
-  after(async () => {
-    client?.disconnect();
-    await redis?.stop();
-    rmSync(work, { recursive: true, force: true });
-  });
+  const rig = circeSuite({ workPrefix: 'jupiter-poison-' });
 
   it('dead-letters the poison item after its runner died holding it; the others are delivered once', async () => {
+    const { work, client, redis } = rig;
     const app = await loadApp(writeChainApp(work, 'poison', { tasks: 2, crashAt: 0 }));
     const cluster = { stateDir: join(work, '.jupiter') } as ClusterConfig;
     const runtime = new ProcessRuntime({ runsDir: join(work, 'runs'), stopGraceSec: 5 });

@@ -16,7 +16,7 @@
 import { NOOP_PYTHON_SOURCE, NOOP_TASK_SOURCE } from './noop-task.js';
 import { cpuUs } from '../proc-cpu.js';
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,6 +55,24 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The persistent Python workers below a process (its descendants; Linux /proc, none elsewhere). */
+function pythonWorkers(pid: number): number[] {
+  let kids: number[];
+  try {
+    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+  const isWorker = (k: number): boolean => {
+    try {
+      return readFileSync(`/proc/${k}/cmdline`, 'utf8').includes('py_worker.py');
+    } catch {
+      return false;
+    }
+  };
+  return kids.flatMap((k) => (isWorker(k) ? [k] : pythonWorkers(k)));
+}
 
 /** CPU per item (µs) of named processes over one measured run. */
 class CpuMeter {
@@ -147,6 +165,8 @@ class Ours {
       return p;
     });
     await this.stream(20, 60_000); // warm-up
+    // A Python task's interpreter runs below its runner (started by now): a CPU column of its own.
+    for (const h of handles) for (const pid of pythonWorkers(Number(h.id))) this.pids.set(`${h.task}.py`, pid);
   }
 
   private take(n: number): string[] {

@@ -18,6 +18,7 @@ declare -A PKG=(
   [ip]=iproute2
   [tc]=iproute2
   [openssl]=openssl
+  [sshd]=openssh-server
 )
 missing=()
 for cmd in "${!PKG[@]}"; do
@@ -31,7 +32,20 @@ if [ ${#missing[@]} -gt 0 ]; then
     say "installing Debian packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null
+    # Jupiter and its tests start their own private servers: keep the packages' system services
+    # (redis on 6379, mosquitto on 1883, sshd on 22, dockerd) from starting at install time.
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      policy=/usr/sbin/policy-rc.d
+      trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+      printf '#!/bin/sh\nexit 101\n' > "$policy"
+      chmod +x "$policy"
+    fi
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [ -n "$policy" ]; then
+      rm -f "$policy"
+      trap - EXIT
+    fi
   else
     echo "setup: missing packages ${missing[*]} (no root apt-get here); features needing them are skipped" >&2
   fi

@@ -1,10 +1,13 @@
 // Which Docker engine serves which node, and a dockerode client for it.
-// Endpoints: a unix socket, tcp (TLS when certificate files are given) or ssh (docker-modem runs
-// `docker system dial-stdio` on the remote machine through ssh2; keys come from the ssh agent).
+// Endpoints: a unix socket, tcp (TLS when certificate files are given) or ssh (requests run
+// `docker system dial-stdio` on the remote machine over SSH channels: see docker-ssh.ts for keys
+// and host key checks).
 import { readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import Docker from 'dockerode';
 import type { ClusterConfig, DockerEndpoint, NodeConfig } from '../../config/types.js';
 import { inputError } from '../../config/errors.js';
+import { SshDockerAgent } from './docker-ssh.js';
 
 export const DEFAULT_SOCKET = '/var/run/docker.sock';
 
@@ -66,7 +69,8 @@ function pem(value: string | undefined, what: string): string | undefined {
   }
 }
 
-export function dockerOptions(ep: DockerEndpoint): Docker.DockerOptions {
+/** Client options for an endpoint; env supplies SSH_AUTH_SOCK, JUPITER_SSH_KEY, JUPITER_SSH_KNOWN_HOSTS (ssh only). */
+export function dockerOptions(ep: DockerEndpoint, env: NodeJS.ProcessEnv = process.env): Docker.DockerOptions {
   switch (ep.kind) {
     case 'socket':
       return { socketPath: ep.socketPath };
@@ -77,9 +81,11 @@ export function dockerOptions(ep: DockerEndpoint): Docker.DockerOptions {
         ca: pem(ep.tls.ca, 'CA'), cert: pem(ep.tls.cert, 'certificate'), key: pem(ep.tls.key, 'key'),
       };
     case 'ssh':
+      // Plain HTTP whose connections our agent opens as SSH channels (not docker-modem's 'ssh'
+      // protocol: see docker-ssh.ts for why). Like ssh(1), no user name means the local one.
       return {
-        protocol: 'ssh', host: ep.host, port: ep.port ?? 22, username: ep.username,
-        sshOptions: { agent: process.env.SSH_AUTH_SOCK },
+        protocol: 'http', host: ep.host, port: ep.port ?? 22,
+        agent: new SshDockerAgent({ host: ep.host, port: ep.port ?? 22, username: ep.username ?? userInfo().username }, env),
       } as Docker.DockerOptions;
   }
 }

@@ -16,7 +16,10 @@ describe('docker runtime: configuration (no engine needed)', () => {
     const tls = dockerOptions({ kind: 'tcp', host: 'h', port: 2376, tls: { ca: '-----BEGIN CERTIFICATE-----\nx', cert: '-----BEGIN CERTIFICATE-----\ny', key: '-----BEGIN KEY-----\nz' } });
     expect(tls).to.include({ protocol: 'https', host: 'h', port: 2376 });
     expect(tls.ca).to.match(/BEGIN/);
-    expect(dockerOptions({ kind: 'ssh', host: 'edge1', username: 'ops' })).to.include({ protocol: 'ssh', host: 'edge1', port: 22, username: 'ops' });
+    // ssh goes through our own agent (one SSH connection for many requests, known_hosts checked)
+    const ssh = dockerOptions({ kind: 'ssh', host: 'edge1', username: 'ops' });
+    expect(ssh).to.include({ protocol: 'http', host: 'edge1', port: 22 });
+    expect(String((ssh as { agent?: unknown }).agent)).to.equal('ssh://ops@edge1:22');
   });
 
   it('refuses a TLS file that cannot be read, naming it', () => {

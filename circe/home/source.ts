@@ -143,7 +143,7 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
       opts.onProgress?.(i, files.length);
       sinceTrim += n;
       if (sinceTrim >= 256 || i === files.length) {
-        await trimItems(redis, prefix, app.name, settings.keepItems);
+        await trimItems(redis, prefix, app, settings.keepItems);
         sinceTrim = 0;
       }
     }
@@ -153,15 +153,22 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
   }
 }
 
-/** Forget the records of the oldest items beyond `keep` (bounded memory on endless streams). */
-export async function trimItems(redis: Redis, prefix: string, app: string, keep: number): Promise<number> {
-  const keys = appKeys(prefix, app);
+/**
+ * Forget the records of the oldest finished items beyond `keep` (bounded memory on endless
+ * streams), with the tasks' done markers for them: those would otherwise live their whole TTL,
+ * which on a fast stream is millions of keys (3,000 items/s x 3 tasks x 1 h). An item still in
+ * flight keeps its records (its makespan and delivered set are still to be written).
+ */
+export async function trimItems(redis: Redis, prefix: string, app: AppSpec, keep: number): Promise<number> {
+  const keys = appKeys(prefix, app.name);
   const excess = (await redis.zcard(keys.items)) - keep;
   if (excess <= 0) return 0;
-  const popped = await redis.zpopmin(keys.items, excess);
-  const ids = popped.filter((_, i) => i % 2 === 0);
-  const pipe = redis.pipeline();
-  for (const id of ids) pipe.del(keys.item(id), keys.out(id), keys.rt(id));
+  const oldest = await redis.zrange(keys.items, 0, String(excess - 1));
+  const done = (await execOrThrow(oldest.reduce((p, id) => p.hexists(keys.item(id), 'doneAt'), redis.pipeline()))) as number[];
+  const ids = oldest.filter((_, i) => done[i]);
+  if (ids.length === 0) return 0;
+  const pipe = redis.pipeline().zrem(keys.items, ...ids);
+  for (const id of ids) pipe.del(keys.item(id), keys.out(id), keys.rt(id), ...app.dagTasks.map((t) => keys.done(t, id)));
   await execOrThrow(pipe);
   return ids.length;
 }

@@ -127,6 +127,30 @@ describe('circe pipeline (in-process runners, real Redis)', function () {
     await sinkQueue.close();
   });
 
+  it('keeps the records and done markers of the newest keepItems finished items only (bounded memory)', async () => {
+    const app = specOf(fixtureAppDir('jsline'));
+    await deploy(app, { keepItems: 10 });
+    const k = appKeys(PREFIX, app.name);
+    const body = (n: number): Record<string, string> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${i + 1}k.txt`, `k ${i}\n`]));
+    const first = await submitItems(rig.client, PREFIX, app, inputs(body(30)));
+    await waitForItems(rig.client, PREFIX, app.name, first.map((i) => i.item), { timeoutMs: 30_000 });
+    // Trimming runs as the source submits: the next item finds 30 finished ones, keeps 10.
+    const [late] = await submitItems(rig.client, PREFIX, app, inputs({ '99k.txt': 'late\n' }));
+    await waitForItems(rig.client, PREFIX, app.name, [late!.item], { timeoutMs: 30_000 });
+    const kept = await rig.client.zrange(k.items, 0, '-1');
+    expect(kept).to.have.length.within(10, 11);
+    expect(kept).to.include(late!.item);
+    const gone = first[0]!.item;
+    expect(kept).to.not.include(gone);
+    for (const key of [k.item(gone), k.out(gone), k.rt(gone), ...app.dagTasks.map((t) => k.done(t, gone))]) {
+      expect(await rig.client.exists(key), key).to.equal(0);
+    }
+    const newest = first[29]!.item;
+    expect(await rig.client.exists(k.done(app.dagTasks[0]!, newest))).to.equal(1);
+    const doneMarkers = await rig.client.keys(`${k.base}done:*`);
+    expect(doneMarkers.length).to.be.at.most(11 * app.dagTasks.length);
+  });
+
   it('a restarted runner loses nothing: join state and queued jobs survive in Redis', async () => {
     const app = specOf(fixtureAppDir('pyjoin'));
     await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20, lockMs: 5000 });

@@ -13,6 +13,11 @@ export interface ItemResult {
   makespanMs?: number;
   /** Output names delivered at the sink. */
   outputs: string[];
+  /**
+   * Its records were already trimmed (only finished items are: see trimItems), so it is done
+   * but its makespan, failure and outputs are no longer known.
+   */
+  trimmed?: boolean;
 }
 
 export interface WaitOptions {
@@ -28,15 +33,19 @@ export async function itemResults(redis: Redis, prefix: string, app: string, ite
     const batch = items.slice(i, i + 500);
     const pipe = redis.pipeline();
     for (const id of batch) {
-      pipe.hmget(k.item(id), 'doneAt', 'makespanMs', 'failed', 'error');
+      pipe.hmget(k.item(id), 'doneAt', 'makespanMs', 'failed', 'error', 'enteredAt');
       pipe.smembers(k.out(id));
     }
     const res = await execOrThrow(pipe);
     batch.forEach((id, j) => {
-      const [doneAt, ms, failed, error] = res[2 * j] as Array<string | null>;
+      const [doneAt, ms, failed, error, enteredAt] = res[2 * j] as Array<string | null>;
+      // The source writes an item's record before any of its jobs exists: a submitted item
+      // without one was trimmed after it finished (a stream longer than keepItems).
+      const trimmed = doneAt === null && enteredAt === null;
       out.push({
         item: id,
-        done: doneAt !== null,
+        done: doneAt !== null || trimmed,
+        ...(trimmed ? { trimmed } : {}),
         failed: failed === '1',
         error: error ?? undefined,
         makespanMs: ms === null ? undefined : Number(ms),

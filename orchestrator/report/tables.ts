@@ -16,7 +16,7 @@ export function placementTable(rec: MappingRecord): string {
 export function itemsTable(results: ItemResult[]): string {
   return renderTable(['item', 'state', 'makespan (ms)', 'outputs'], results.map((r) => [
     r.item,
-    r.failed ? `failed: ${r.error ?? ''}`.slice(0, 60) : r.done ? 'done' : 'in flight',
+    r.failed ? `failed: ${r.error ?? ''}`.slice(0, 60) : r.trimmed ? 'done (records trimmed)' : r.done ? 'done' : 'in flight',
     r.makespanMs?.toFixed(0) ?? '-',
     r.outputs.join(' ').slice(0, 70),
   ]));

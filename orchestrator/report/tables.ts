@@ -13,13 +13,33 @@ export function placementTable(rec: MappingRecord): string {
   return `${renderTable(['task', 'node', 'predicted start (s)', 'predicted finish (s)'], rows)}\nmapper ${rec.mapper}, predicted makespan ${rec.predictedMakespan.toFixed(3)} s`;
 }
 
-export function itemsTable(results: ItemResult[]): string {
-  return renderTable(['item', 'state', 'makespan (ms)', 'outputs'], results.map((r) => [
-    r.item,
-    r.failed ? `failed: ${r.error ?? ''}`.slice(0, 60) : r.trimmed ? 'done (records trimmed)' : r.done ? 'done' : 'in flight',
-    r.makespanMs?.toFixed(0) ?? '-',
-    r.outputs.join(' ').slice(0, 70),
+/** Rows an items table shows at most: a long run gets its problems first and a summary line. */
+export const MAX_ITEM_ROWS = 20;
+
+function itemState(r: ItemResult): string {
+  if (r.failed) return `failed: ${r.error ?? ''}`.slice(0, 60);
+  if (r.trimmed) return 'done (records trimmed)';
+  return r.done ? 'done' : 'in flight';
+}
+
+export function itemsTable(results: ItemResult[], app?: string): string {
+  // Failed and unfinished items first (they are what a long list would hide), then in order.
+  const shown = results.length <= MAX_ITEM_ROWS ? results
+    : [...results.filter((r) => r.failed || !r.done), ...results.filter((r) => !r.failed && r.done)].slice(0, MAX_ITEM_ROWS);
+  const table = renderTable(['item', 'state', 'makespan (ms)', 'outputs'], shown.map((r) => [
+    r.item, itemState(r), r.makespanMs?.toFixed(0) ?? '-', r.outputs.join(' ').slice(0, 70),
   ]));
+  if (shown.length === results.length) return table;
+  const failed = results.filter((r) => r.failed).length;
+  const open = results.filter((r) => !r.done).length;
+  const spans = results.flatMap((r) => (r.makespanMs === undefined ? [] : [r.makespanMs])).sort((a, b) => a - b);
+  const pct = (p: number): string => (spans.length ? `${spans[Math.min(spans.length - 1, Math.ceil((p / 100) * spans.length) - 1)]!.toFixed(0)} ms` : '-');
+  return [
+    table,
+    `${results.length - shown.length} more not shown; ${results.length} items: ${results.length - failed - open} done, ${failed} failed, ${open} in flight; ` +
+      `makespan p50 ${pct(50)}, p95 ${pct(95)}, max ${pct(100)}`,
+    `every item's runtimes: jupiter status ${app ?? '<app>'} --csv`,
+  ].join('\n');
 }
 
 const ms = (v: number | undefined) => (v === undefined ? '-' : `${v.toFixed(0)} ms`);

@@ -57,7 +57,7 @@ export function register(program: Command): void {
         process.stdout.write(`${JSON.stringify({ mapping: res.record, deployment: res.deployment, items: res.items, results: res.results, dashboard: res.dashboardUrl }, null, 2)}\n`);
       } else {
         const out = [`\nPlacement of ${res.app.name} (${res.cluster.runtime} runtime):`, placementTable(res.record)];
-        if (res.results) out.push('', 'Items:', itemsTable(res.results));
+        if (res.results) out.push('', 'Items:', itemsTable(res.results, res.app.name));
         out.push('', `outputs:   ${res.deployment.outputDir}`);
         if (res.dashboardUrl) out.push(`dashboard: ${res.dashboardUrl}/?app=${encodeURIComponent(res.app.name)}`);
         out.push(`status:    jupiter status ${res.app.name}`, `teardown:  jupiter teardown ${res.app.name}`);

@@ -29,7 +29,7 @@ export function register(program: Command): void {
               timeoutMs: Number(opts.timeout) * 1000,
               onProgress: (d, t) => step.update(`${d}/${t}`),
             }));
-          process.stdout.write(`${itemsTable(results)}\noutputs: ${dep.outputDir}\n`);
+          process.stdout.write(`${itemsTable(results, app.name)}\noutputs: ${dep.outputDir}\n`);
         }
       } finally {
         redis.disconnect();

@@ -9,7 +9,7 @@ import type { Job } from 'bullmq';
 import type { BundleJob, Delivery } from './naming.js';
 import type { ScriptedRedis } from './scripts.js';
 import type { PipelineSettings } from './settings.js';
-import { execOrThrow, type AppQueues } from './transport.js';
+import { execOrThrow, type AppQueues, type QueuedJob } from './transport.js';
 
 export interface ScriptedPipeline extends ChainableCommander {
   jRelease(blobPrefix: string, blob: string, holder: string): ScriptedPipeline;
@@ -95,14 +95,27 @@ export async function recordFailure(ctx: FailureContext, d: Delivery, at: number
  * A job whose runners died while holding it (BullMQ saw it stalled too often, or a starting
  * runner took it back): a bundle is split, each delivery sent again in a job of its own without
  * counting an attempt, so that one delivery that kills its runner cannot take its neighbours
- * with it; a job of one is buried. Deliveries the task already finished are skipped.
+ * with it; a job of one is buried. A delivery the task already committed is not run again, but
+ * what it sent is sent again from its done marker: the runner may have died between the commit
+ * and the adds (ids are deterministic; receivers drop what they already had). Returns the ids of
+ * the jobs of one file it sent.
  */
-export async function stalledOut(ctx: FailureContext, queues: AppQueues, job: Job<BundleJob>, err: Error): Promise<void> {
+export async function stalledOut(ctx: FailureContext, queues: AppQueues, job: Job<BundleJob>, err: Error): Promise<string[]> {
   const ds = job.data.d;
-  const done = (await execOrThrow(ds.reduce((p, d) => p.exists(ctx.keys.done(ctx.task, d.item)), ctx.redis.pipeline()))) as number[];
+  const markers = (await execOrThrow(ds.reduce((p, d) => p.get(ctx.keys.done(ctx.task, d.item)), ctx.redis.pipeline()))) as Array<string | null>;
+  const outbox: QueuedJob[] = [];
+  const sent: string[] = [];
   for (const [i, d] of ds.entries()) {
-    if (done[i]) continue;
-    if (ds.length > 1) await queues.sendAlone(ctx.task, d, `${d.id}s${job.id}`);
-    else await recordFailure(ctx, d, job.timestamp, err, (d.tries ?? 0) + 1, true);
+    const marker = markers[i];
+    if (marker !== null && marker !== undefined) {
+      if (marker.startsWith('[')) outbox.push(...(JSON.parse(marker) as QueuedJob[]));
+      continue;
+    }
+    if (ds.length > 1) {
+      await queues.sendAlone(ctx.task, d, `${d.id}s${job.id}`);
+      sent.push(`${d.id}s${job.id}`);
+    } else await recordFailure(ctx, d, job.timestamp, err, (d.tries ?? 0) + 1, true);
   }
+  if (outbox.length > 0) await queues.enqueue(outbox);
+  return sent;
 }

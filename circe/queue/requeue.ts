@@ -23,18 +23,24 @@ export interface Requeued {
   split: number;
   /** Jobs of one file given up. */
   givenUp: number;
+  /**
+   * Ids of the jobs now waiting that a dead runner held (moved back, or split from a bundle it
+   * held): one of them may be what killed it.
+   */
+  suspects: string[];
 }
 
 /**
  * Take back the active jobs of a task's queue: move them to waiting, or hand them to `giveUp`
- * (which splits a bundle, or buries a single file) and end them.
+ * (which splits a bundle, or buries a single file, and returns the ids of the jobs it sent) and
+ * end them.
  */
 export async function requeueHeldJobs(
-  redis: Redis, queuePrefix: string, task: string, giveUp: (job: Job<BundleJob>, err: Error) => Promise<void>,
+  redis: Redis, queuePrefix: string, task: string, giveUp: (job: Job<BundleJob>, err: Error) => Promise<string[]>,
 ): Promise<Requeued> {
   const queue = new Queue<BundleJob>(task, { connection: redis, prefix: queuePrefix });
   queue.on('error', () => undefined);
-  const out: Requeued = { moved: 0, split: 0, givenUp: 0 };
+  const out: Requeued = { moved: 0, split: 0, givenUp: 0, suspects: [] };
   try {
     for (const job of await queue.getActive()) {
       if (!job?.id) continue;
@@ -43,7 +49,7 @@ export async function requeueHeldJobs(
       try {
         const times = await redis.hincrby(key, 'jupiterTakenBack', 1);
         if ((job.data?.d?.length ?? 0) > 1) {
-          await giveUp(job, new Error('split after its runner died'));
+          out.suspects.push(...(await giveUp(job, new Error('split after its runner died'))));
           // Its files travel on in their own jobs: this one is done (and removed).
           await job.moveToCompleted('split', token, false);
           out.split++;
@@ -55,6 +61,7 @@ export async function requeueHeldJobs(
         } else {
           await job.moveToWait(token);
           out.moved++;
+          out.suspects.push(job.id);
         }
       } catch {
         // finished or taken over meanwhile: nothing to recover

@@ -103,6 +103,9 @@ export class TaskRunner {
   private idleTimer?: NodeJS.Timeout;
   private slotGate!: FifoGate;
   private readonly heldBytes = new FifoGate(HELD_BYTES);
+  /** Jobs a dead runner held that have not been through here yet (one job at a time till then). */
+  private suspects = new Set<string>();
+  private carefulTimer?: NodeJS.Timeout;
   /** Deliveries in hand by id (the latest copy's handling). */
   private readonly handling = new Map<string, Promise<void>>();
   private readonly arrivals = new Grouper<InHand, Arrival>((h) => this.arrive(h), BUNDLE_MAX);
@@ -148,12 +151,22 @@ export class TaskRunner {
     const back = await requeueHeldJobs(this.redis, this.keys.queuePrefix, task.name, (job, err) => stalledOut(this.failureContext, this.queues!, job, err));
     if (back.moved + back.split > 0) this.log(`took back ${back.moved + back.split} job(s) held by a previous runner of ${task.name}${back.split ? ` (${back.split} split into jobs of one file)` : ''}`);
     if (back.givenUp > 0) this.log(`gave up ${back.givenUp} job(s) whose runners kept dying while holding them: dead letters`);
+    // One of the jobs the dead runner held may be what killed it: until each has been through
+    // here, hold one job at a time, so that only the guilty one is held (and counted) at a crash.
+    this.suspects = new Set(back.suspects);
+    if (this.suspects.size > 0) {
+      this.carefulTimer = setTimeout(() => {
+        this.suspects.clear();
+        this.applyWindow();
+      }, 2 * this.settings.lockMs);
+      this.carefulTimer.unref();
+    }
     this.worker = new Worker<BundleJob>(task.name, (job, token) => this.process(job, token), {
       connection: this.workerRedis,
       prefix: this.keys.queuePrefix,
       // Jobs held: the ones running plus the prefetched ones waiting for a slot (none until
       // the first item shows how long the task takes).
-      concurrency: this.settings.concurrency,
+      concurrency: this.suspects.size > 0 ? 1 : this.settings.concurrency,
       lockDuration: this.settings.lockMs,
       stalledInterval: Math.min(this.settings.lockMs, 30_000),
       maxStalledCount: 3,
@@ -217,6 +230,10 @@ export class TaskRunner {
       }
       throw err;
     } finally {
+      if (this.suspects.delete(job.id!) && this.suspects.size === 0) {
+        clearTimeout(this.carefulTimer);
+        this.applyWindow();
+      }
       if (--this.inHand === 0) {
         this.freeAt = nowMs();
         this.idleTimer = setTimeout(() => {
@@ -371,7 +388,7 @@ export class TaskRunner {
 
   /** Jobs BullMQ may hand over: the ones that run, plus the window while there is a backlog. */
   private applyWindow(): void {
-    const c = this.settings.concurrency + (this.backlog ? this.window : 0);
+    const c = this.suspects.size > 0 ? 1 : this.settings.concurrency + (this.backlog ? this.window : 0);
     if (this.worker && !this.closing && this.worker.concurrency !== c) this.worker.concurrency = c;
   }
 
@@ -387,6 +404,7 @@ export class TaskRunner {
   async close(): Promise<void> {
     this.closing = true;
     clearTimeout(this.idleTimer);
+    clearTimeout(this.carefulTimer);
     await this.worker?.close().catch(() => undefined);
     await this.queues?.close().catch(() => undefined);
     await this.invoker?.close().catch(() => undefined);

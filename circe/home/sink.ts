@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import type { ItemDoneEvent } from '../../config/events.js';
 import { connectRedis } from '../queue/connection.js';
 import { emitItemDone } from '../queue/events.js';
-import { failDelivery, recordFailure, stalledOut, type FailureContext } from '../queue/failures.js';
+import { failDelivery, failJob, stalledOut, type FailureContext } from '../queue/failures.js';
 import { appKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
 import { BUNDLE_MAX, jobPrefix, type BundleJob, type Delivery } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
@@ -43,7 +43,7 @@ export function outputPath(outputDir: string, item: string, name: string): strin
 /** What delivering one file came to: the item's makespan when it finished it, or the error. */
 type Outcome = { makespan: number; outputs: string[] } | { error: Error; permanent: boolean };
 
-/** Files up to this size are written synchronously (a thread-pool hop costs more than the write). */
+/** Files up to this size are written synchronously. */
 const SYNC_WRITE_BYTES = 1024 * 1024;
 
 export class Sink {
@@ -98,8 +98,8 @@ export class Sink {
       await Promise.all(job.data.d.map(async (d) => {
         const o = await this.deliveries.push(d);
         if ('error' in o) {
-          const final = await failDelivery(this.failureContext, this.queues, d, job.timestamp, o.error, o.permanent);
-          this.opts.log?.(`sink failed on ${d.name} of item ${d.item} (attempt ${(d.tries ?? 0) + 1}${final ? ', final' : ''}): ${o.error.message}`);
+          const { attempt, final } = await failDelivery(this.failureContext, this.queues, d, job.timestamp, o.error, o.permanent);
+          this.opts.log?.(`sink failed on ${d.name} of item ${d.item} (attempt ${attempt}${final ? ', final' : ''}): ${o.error.message}`);
         } else if (o.makespan >= 0) {
           const ev = await emitItemDone(this.redis, this.keys, this.settings.eventsMaxLen, d.item, o.makespan, o.outputs);
           this.opts.onItemDone?.(ev);
@@ -107,20 +107,23 @@ export class Sink {
       }));
     } catch (e) {
       const err = e instanceof Error ? e : new Error(String(e));
-      const attempt = job.attemptsMade + 1;
-      this.opts.log?.(`sink could not handle job ${job.id} (attempt ${attempt}): ${err.message}`);
       this.recorded.add(job.id!);
-      if (attempt >= (job.opts.attempts ?? 1)) {
-        for (const d of job.data.d) await recordFailure(this.failureContext, d, job.timestamp, err, attempt, true).catch(() => undefined);
-        throw new UnrecoverableError(err.message);
-      }
+      const { attempt, final } = await failJob(this.failureContext, job, err, new Set(), () => undefined);
+      this.opts.log?.(`sink could not handle job ${job.id} (attempt ${attempt}): ${err.message}`);
+      if (final) throw new UnrecoverableError(err.message);
       throw err;
     }
   }
 
-  private write(d: Delivery, bytes: Buffer): void {
+  /** Small files synchronously (a thread-pool hop costs more than the write), large ones not. */
+  private async write(d: Delivery, bytes: Buffer): Promise<void> {
     const dest = outputPath(this.opts.outputDir, d.item, d.name);
     const dir = dirname(dest);
+    if (bytes.length > SYNC_WRITE_BYTES) {
+      await mkdir(dir, { recursive: true });
+      await writeFile(dest, bytes);
+      return;
+    }
     if (!this.dirs.has(dir)) {
       mkdirSync(dir, { recursive: true });
       if (this.dirs.size > 10_000) this.dirs.clear();
@@ -144,12 +147,7 @@ export class Sink {
       if (seen) return undefined;
       if (!bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
       try {
-        if (bytes.length <= SYNC_WRITE_BYTES) this.write(d, bytes);
-        else {
-          const dest = outputPath(this.opts.outputDir, d.item, d.name);
-          await mkdir(dirname(dest), { recursive: true });
-          await writeFile(dest, bytes);
-        }
+        await this.write(d, bytes);
         return undefined;
       } catch (e) {
         this.dirs.clear();

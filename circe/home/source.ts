@@ -13,6 +13,7 @@ import { inputError } from '../../config/errors.js';
 import { appKeys, SINK_QUEUE } from '../queue/keys.js';
 import { BUNDLE_MAX, jobPrefix } from '../queue/naming.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
+import { queueDepths } from '../queue/status.js';
 import { AppQueues, execOrThrow, formatBytes } from '../queue/transport.js';
 
 export interface SubmitOptions {
@@ -29,18 +30,6 @@ export interface SubmittedItem {
   file: string;
   name: string;
   enteredAt: number;
-}
-
-/**
- * Files sent to each task of the app (and to the sink `home`) and not yet finished there: waiting,
- * delayed for a retry, or held by the runner (running or prefetched), counted per file whatever
- * the jobs that carry them. One round trip, in which Redis reads every set at the same instant.
- */
-export async function queueDepths(redis: Redis, prefix: string, app: AppSpec): Promise<Record<string, number>> {
-  const keys = appKeys(prefix, app.name);
-  const names = [...app.dagTasks, SINK_QUEUE];
-  const counts = (await execOrThrow(names.reduce((p, n) => p.scard(keys.queued(n)), redis.pipeline()))) as number[];
-  return Object.fromEntries(names.map((n, i) => [n, counts[i]!]));
 }
 
 /** Every queue of the app (task queues and the sink's) with the DAG tasks upstream of it. */

@@ -1,11 +1,11 @@
 // Failed deliveries: a retry is announced as a `fail` event and the delivery is sent again alone
 // after a backoff; the final failure becomes a dead letter (shown by status), frees what the item
 // held at this task and lets the item finish as failed.
+import type { Job } from 'bullmq';
 import type { ChainableCommander } from 'ioredis';
 import type { TaskEvent } from '../../config/events.js';
 import { addEvent, emitItemDone } from './events.js';
 import type { AppKeys } from './keys.js';
-import type { Job } from 'bullmq';
 import type { BundleJob, Delivery } from './naming.js';
 import type { ScriptedRedis } from './scripts.js';
 import type { PipelineSettings } from './settings.js';
@@ -52,14 +52,13 @@ export interface FailureContext {
 /**
  * The task failed on a delivery (`at`: when it entered the task): announce it, then send it again
  * after the backoff, or bury it when the error is permanent or its attempts are used up.
- * Returns whether it was final.
  */
-export async function failDelivery(ctx: FailureContext, queues: AppQueues, d: Delivery, at: number, err: Error, permanent: boolean): Promise<boolean> {
+export async function failDelivery(ctx: FailureContext, queues: AppQueues, d: Delivery, at: number, err: Error, permanent: boolean): Promise<{ attempt: number; final: boolean }> {
   const attempt = (d.tries ?? 0) + 1;
   const final = permanent || attempt >= ctx.settings.attempts;
   await recordFailure(ctx, d, at, err, attempt, final);
   if (!final) await queues.retry(ctx.task, d, ctx.settings.backoffMs * 2 ** (attempt - 1));
-  return final;
+  return { attempt, final };
 }
 
 export async function recordFailure(ctx: FailureContext, d: Delivery, at: number, err: Error, attempt: number, final: boolean): Promise<void> {
@@ -89,6 +88,21 @@ export async function recordFailure(ctx: FailureContext, d: Delivery, at: number
   const out = await execOrThrow(pipe);
   const makespan = out[out.length - 1] as number;
   if (makespan >= 0) await emitItemDone(redis, k, ctx.settings.eventsMaxLen, d.item, makespan);
+}
+
+/**
+ * A whole job failed (a Redis call, not the task): BullMQ retries it while it has attempts left;
+ * on the last one, its deliveries not `handled` meanwhile become dead letters.
+ */
+export async function failJob(ctx: FailureContext, job: Job<BundleJob>, err: Error, handled: ReadonlySet<string>, log: (msg: string) => void): Promise<{ attempt: number; final: boolean }> {
+  const attempt = job.attemptsMade + 1;
+  const final = attempt >= (job.opts.attempts ?? 1);
+  if (final) {
+    for (const d of job.data.d.filter((x) => !handled.has(x.id))) {
+      await recordFailure(ctx, d, job.timestamp, err, attempt, true).catch((re: Error) => log(`cannot record failure: ${re.message}`));
+    }
+  }
+  return { attempt, final };
 }
 
 /**

@@ -34,6 +34,18 @@ export interface AppStatus {
   deadLetterCount: number;
 }
 
+/**
+ * Files sent to each task of the app (and to the sink `home`) and not yet finished there: waiting,
+ * delayed for a retry, or held by the runner (running or prefetched), counted per file whatever
+ * the jobs that carry them. One round trip, in which Redis reads every set at the same instant.
+ */
+export async function queueDepths(redis: Redis, prefix: string, app: AppSpec): Promise<Record<string, number>> {
+  const keys = appKeys(prefix, app.name);
+  const names = [...app.dagTasks, SINK_QUEUE];
+  const counts = (await execOrThrow(names.reduce((p, n) => p.scard(keys.queued(n)), redis.pipeline()))) as number[];
+  return Object.fromEntries(names.map((n, i) => [n, counts[i]!]));
+}
+
 export function percentile(sorted: number[], p: number): number | undefined {
   if (sorted.length === 0) return undefined;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -47,8 +59,8 @@ export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts
     const names = [...app.dagTasks, SINK_QUEUE];
     // Files queued per task (exact), split by the jobs that hold them: the runner holds a few
     // jobs at most, and a delayed job is a single retried file.
-    const [queued, held, delayed] = await Promise.all([
-      execOrThrow(names.reduce((p, q) => p.scard(k.queued(q)), redis.pipeline())) as Promise<number[]>,
+    const [depths, held, delayed] = await Promise.all([
+      queueDepths(redis, prefix, app),
       Promise.all(names.map(async (q) => (await queues.queue(q).getActive()).reduce((a, j) => a + (j?.data?.d?.length ?? 0), 0))),
       Promise.all(names.map(async (q) => (await queues.queue(q).getJobCounts('delayed')).delayed ?? 0)),
     ]);
@@ -60,9 +72,10 @@ export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts
     const n = (f: string): number => Number(stats[f] ?? 0);
     const depth = (i: number): { waiting: number; active: number; delayed: number } => {
       // Read a moment apart: clamp so that a file moving meanwhile never makes a count negative.
-      const active = Math.min(held[i]!, queued[i]!);
-      const late = Math.min(delayed[i]!, queued[i]! - active);
-      return { waiting: queued[i]! - active - late, active, delayed: late };
+      const queued = depths[names[i]!]!;
+      const active = Math.min(held[i]!, queued);
+      const late = Math.min(delayed[i]!, queued - active);
+      return { waiting: queued - active - late, active, delayed: late };
     };
     const sorted = spans.map(Number).sort((a, b) => a - b);
     const sinkDepth = depth(names.length - 1);

@@ -29,7 +29,7 @@ import { OutputPathError } from '../invoke/paths.js';
 import { routeOutputs, RoutingError } from '../dag/routing.js';
 import { connectRedis } from '../queue/connection.js';
 import { addEvent, emitItemDone } from '../queue/events.js';
-import { failDelivery, recordFailure, stalledOut, type FailureContext, type StoredInput } from '../queue/failures.js';
+import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInput } from '../queue/failures.js';
 import { appKeys, type AppKeys } from '../queue/keys.js';
 import { BUNDLE_MAX, type BundleJob } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
@@ -218,16 +218,10 @@ export class TaskRunner {
     } catch (e) {
       if (e instanceof WaitingError) throw e;
       const err = e instanceof Error ? e : new Error(String(e));
-      const attempt = job.attemptsMade + 1;
-      const final = attempt >= (job.opts.attempts ?? 1);
-      this.log(`task ${this.opts.task.name} could not handle job ${job.id} (${ds.length} file(s), attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
       this.recorded.add(job.id!);
-      if (final) {
-        for (const d of ds.filter((x) => !handled.has(x.id))) {
-          await recordFailure(this.failureContext, d, job.timestamp, err, attempt, true).catch((re: Error) => this.log(`cannot record failure: ${re.message}`));
-        }
-        if (!(err instanceof UnrecoverableError)) throw new UnrecoverableError(err.message);
-      }
+      const { attempt, final } = await failJob(this.failureContext, job, err, handled, this.log);
+      this.log(`task ${this.opts.task.name} could not handle job ${job.id} (${ds.length} file(s), attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
+      if (final && !(err instanceof UnrecoverableError)) throw new UnrecoverableError(err.message);
       throw err;
     } finally {
       if (this.suspects.delete(job.id!) && this.suspects.size === 0) {
@@ -327,8 +321,7 @@ export class TaskRunner {
   }
 
   private async fail(h: InHand, err: Error): Promise<void> {
-    const attempt = (h.d.tries ?? 0) + 1;
-    const final = await failDelivery(this.failureContext, this.queues!, h.d, h.at, err, isPermanent(err));
+    const { attempt, final } = await failDelivery(this.failureContext, this.queues!, h.d, h.at, err, isPermanent(err));
     this.log(`task ${this.opts.task.name} failed on item ${h.d.item} (attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
   }
 

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
 import type { DEFAULT_SETTINGS } from '../../circe/queue/settings.js';
-import { queueDepths } from '../../circe/home/source.js';
+import { queueDepths } from '../../circe/queue/status.js';
 import { waitForItems } from '../../circe/home/wait.js';
 import { loadApp } from '../../config/app/load.js';
 import { countDeliveries, printCounts, sleep, writeChainApp, writeItems } from '../support/faults.js';

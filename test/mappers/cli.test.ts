@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli.js';
@@ -9,6 +9,16 @@ describe('jupiter map', () => {
   const dir = mkdtempSync(join(tmpdir(), 'jupiter-map-'));
   // Run outside the checkout's config files: the embedded default cluster (node1..node3).
   const env = { JUPITER_CONFIG: '' };
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('rejects an unknown mapper name before contacting any agent or Redis', async () => {
+    // A Redis URL nobody listens on: reading live profiles would print `map: cannot connect…`.
+    const r = await runCli(['map', 'dummy', '--mapper', 'hft'], { cwd: dir, env: { ...env, JUPITER_REDIS_URL: 'redis://127.0.0.1:1' } });
+    expect(r.code).to.equal(2);
+    expect(r.stderr).to.match(/unknown mapper "hft"/);
+    expect(r.stderr).to.match(/hint: one of: .*heft/);
+    expect(r.stderr).to.not.match(/^map: /m);
+  });
 
   it('lists mappers', async () => {
     const r = await runCli(['map', '--mapper', 'list']);

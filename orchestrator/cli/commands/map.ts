@@ -11,7 +11,7 @@ import { readTextFile } from '../../../config/app/text.js';
 import { loadClusterConfig } from '../../../config/cluster/load.js';
 import { inputError } from '../../../config/errors.js';
 import type { AppSpec, ClusterConfig, Mapping, ProfileSnapshot } from '../../../config/types.js';
-import type { MapResult, Problem } from '../../../mappers/index.js';
+import type { MapResult, Mapper, Problem } from '../../../mappers/index.js';
 import { ganttText, listMappers, mappers, placeHelperTasks, problemErrors, problemFromProfiles } from '../../../mappers/index.js';
 import { action } from '../run.js';
 
@@ -93,6 +93,12 @@ function render(result: MapResult, problem: Problem, helpers: Mapping, title: st
   return out.join('\n');
 }
 
+function checkMapperName(name: string): Mapper {
+  const fn = mappers[name];
+  if (!fn) throw inputError(`unknown mapper "${name}"`, { hint: `one of: ${Object.keys(mappers).join(', ')} (jupiter map --mapper list)` });
+  return fn;
+}
+
 async function run(appArg: string | undefined, opts: MapOptions): Promise<void> {
   if (opts.mapper === 'list') {
     const list = listMappers();
@@ -114,6 +120,7 @@ async function run(appArg: string | undefined, opts: MapOptions): Promise<void> 
   let helpers: Mapping = {};
   let title: string;
   let mapperName = opts.mapper;
+  if (mapperName !== undefined) checkMapperName(mapperName);
   let live: { app: AppSpec; cluster: ClusterConfig } | undefined;
   if (opts.problem) {
     problem = await readProblemFile(opts.problem);
@@ -122,6 +129,8 @@ async function run(appArg: string | undefined, opts: MapOptions): Promise<void> 
     const app = await loadApp(appArg as string);
     const cluster = await loadClusterConfig();
     mapperName ??= cluster.mapper;
+    // Before any agent is contacted: a typo must not cost a round of live profiling.
+    checkMapperName(mapperName);
     const { profiles, source } = opts.profiles
       ? { profiles: await readProfilesFile(opts.profiles), source: `profiles ${opts.profiles}` }
       : await defaultProfiles(app, cluster);
@@ -136,8 +145,7 @@ async function run(appArg: string | undefined, opts: MapOptions): Promise<void> 
     title = `app ${app.name}: ${problem.tasks.length} task(s) on ${usable.length} node(s) (${source})`;
   }
   mapperName ??= 'heft';
-  const fn = mappers[mapperName];
-  if (!fn) throw inputError(`unknown mapper "${mapperName}"`, { hint: `one of: ${Object.keys(mappers).join(', ')} (jupiter map --mapper list)` });
+  const fn = checkMapperName(mapperName);
   // WAVE with live agents runs for real on the agents (orchestrator/profiles/wave.ts).
   const { distributedWaveIfLive } = await import('../../profiles/wave.js');
   const result = (live && (await distributedWaveIfLive(live.app, live.cluster, problem, mapperName, seed))) || fn(problem, { seed, budgetMs });

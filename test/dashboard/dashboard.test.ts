@@ -1,7 +1,6 @@
 // The dashboard in Debian's Chromium while events flow: a 7-task app mapped on 3 nodes, against
 // the embedded aedes broker and against Debian's mosquitto; a 200-task DAG; /metrics.
 import { expect } from 'chai';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Page } from 'playwright-core';
 import { startTestRedis, type TestRedis } from '../support/redis.js';

@@ -111,8 +111,12 @@ export interface ClusterConfig {
   };
   /** Key prefix for everything Jupiter writes to Redis. */
   redisPrefix: string;
-  /** Folder for state of the embedded stack and deployments. */
+  /** Folder for state of the embedded stack and deployments (absolute). Rule: a relative
+   *  stateDir is resolved against the folder of the configuration file that sets it; with no
+   *  configuration file, .jupiter in the working directory. */
   stateDir: string;
+  /** Why stateDir is where it is, for messages (`stack status`, `deploy`). */
+  stateDirOrigin?: string;
 }
 
 // ---- profiles (written by profilers/, read by the mapping pipeline) ----

@@ -22,6 +22,8 @@ export interface RunnerHandle {
 export interface TeardownReport {
   /** Human-readable lines: what was removed. */
   removed: string[];
+  /** What could not be reached or removed (an engine that is down): it may still run. */
+  failed?: string[];
 }
 
 export interface Runtime {

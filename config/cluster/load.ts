@@ -6,7 +6,7 @@
 //      JUPITER_MQTT_PASSWORD, JUPITER_MAPPER, JUPITER_RUNTIME, and the broker's TLS files
 //      JUPITER_MQTT_CA, JUPITER_MQTT_CERT, JUPITER_MQTT_KEY, JUPITER_MQTT_INSECURE (mqtt-tls.ts).
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { inputError } from '../errors.js';
 import { HOME, type ClusterConfig, type DockerEndpoint, type NodeConfig, type RuntimeName } from '../types.js';
 import { checkSchema, lineOfPointer, parseJsonText } from '../app/json.js';
@@ -259,5 +259,11 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
     stateDir: resolve(baseDir, file?.stateDir ?? CLUSTER_DEFAULTS.stateDir),
   };
   if (redisUrl !== undefined) config.redisUrl = redisUrl;
+  // Relative to the configuration file, so that every shell using that file finds the same stack.
+  config.stateDirOrigin = !jsonPath
+    ? 'default .jupiter in the working directory (no jupiter.config.json)'
+    : file?.stateDir
+      ? `stateDir ${JSON.stringify(file.stateDir)} of ${jsonShown}${isAbsolute(file.stateDir) ? '' : ', relative to its folder'}`
+      : `default .jupiter next to ${jsonShown}`;
   return config;
 }

@@ -4,7 +4,7 @@ import { readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { MappingRecord } from '../../config/events.js';
-import { inputError, runtimeError } from '../../config/errors.js';
+import { inputError, isJupiterError, JupiterError, runtimeError } from '../../config/errors.js';
 import { loadApp } from '../../config/app/load.js';
 import { loadClusterConfig } from '../../config/cluster/load.js';
 import { validateAppAgainstCluster } from '../../config/app/cluster-check.js';
@@ -20,7 +20,8 @@ import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import { ensureStack } from '../stack/embedded.js';
 import { gatherProfiles, place } from './placement.js';
-import { readDeployment, writeDeployment, type DeploymentRecord } from './record.js';
+import { readDeployment, writeDeployment, type DeploymentRecord, type RecordedEngine } from './record.js';
+import { clusterEngines } from '../../circe/runtime/docker-engine.js';
 import { homeRuntime, runtimeFor } from './runtimes.js';
 import { teardownApp } from './teardown.js';
 
@@ -83,6 +84,29 @@ function newRunId(): string {
   return `${stamp}-${randomBytes(2).toString('hex')}`;
 }
 
+/** Clients of the engines a docker deployment uses, without secrets (inline PEM keys stay out). */
+function recordedEngines(cluster: ClusterConfig): RecordedEngine[] {
+  return clusterEngines(cluster).map((e) => {
+    const endpoint = { ...e.endpoint };
+    if (endpoint.kind === 'tcp' && endpoint.tls) {
+      endpoint.tls = Object.fromEntries(Object.entries(endpoint.tls).filter(([, v]) => typeof v === 'string' && !v.includes('-----BEGIN')));
+    }
+    return { key: e.key, nodes: [...e.nodes], endpoint };
+  });
+}
+
+/** The deploy error, saying exactly what state the app is left in. */
+function failedDeployError(e: unknown, app: string, s: { previous?: DeploymentRecord; replaced: boolean; created: boolean; left: string[] }): unknown {
+  if (!isJupiterError(e)) return e;
+  let state: string;
+  if (s.previous && !s.replaced) state = `the previous deployment of ${app} (run ${s.previous.runId}) was not touched and still runs`;
+  else if (s.replaced) state = `the previous deployment of ${app} (run ${s.previous!.runId}) had been removed; nothing of ${app} runs now`;
+  else state = `nothing of ${app} runs`;
+  if (s.created) state += s.left.length ? `; what the new deployment started could not all be removed: ${s.left.join('; ')}` : '; what the new deployment started was removed';
+  const err = new JupiterError(`${e.message}\n  state: ${state}`, e.kind, { file: e.file, line: e.line, hint: e.hint }, { cause: e.cause });
+  return err;
+}
+
 export async function deploy(opts: DeployOptions, progress: Progress): Promise<DeployResult> {
   const { app, cluster, files } = await withStep(progress, 'Validating app and cluster configuration', async (step) => {
     const app = await loadApp(opts.app);
@@ -101,16 +125,18 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
   });
 
   const stack = await ensureStack(cluster, progress);
+  progress.info(`state folder: ${cluster.stateDir}${cluster.stateDirOrigin ? ` (${cluster.stateDirOrigin})` : ''}`);
   const redis = connectRedis(stack.redisUrl, { name: 'jupiter:deploy', failFast: true });
   const prefix = cluster.redisPrefix;
   const runtime = runtimeFor(cluster.runtime);
   let created = false;
+  let previous: DeploymentRecord | undefined;
+  let replaced = false;
   try {
-    if (await readDeployment(redis, prefix, app.name)) {
-      await withStep(progress, `Removing the previous deployment of ${app.name}`, async (step) => {
-        step.update(`${(await teardownApp(redis, cluster, app.name)).length} things removed`);
-      });
-    }
+    // Everything the new deployment needs is checked before the running one is touched: live
+    // nodes (profiles), a placement, and the runtime (engines reachable, images built). A
+    // deploy that fails here leaves the previous deployment running as it was.
+    previous = await readDeployment(redis, prefix, app.name);
     const nodes = cluster.nodes.map((n) => n.name);
     const snap = await gatherProfiles(redis, app, {
       prefix,
@@ -123,20 +149,35 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       step.update(`predicted makespan ${placed.record.predictedMakespan.toFixed(3)} s`);
       return placed;
     });
+    await withStep(progress, `Preparing the ${runtime.name} runtime`, async (step) => {
+      await runtime.prepare(app, cluster, (msg) => step.update(msg));
+    });
+
+    if (previous) {
+      await withStep(progress, `Removing the previous deployment of ${app.name} (run ${previous.runId})`, async (step) => {
+        const r = await teardownApp(redis, cluster, app.name);
+        if (r.unreached.length) {
+          throw runtimeError(`the previous deployment of ${app.name} could not be removed: ${r.unreached.join('; ')}`, {
+            hint: `it may still run there; start that engine and run \`jupiter teardown ${app.name}\`, then deploy again`,
+          });
+        }
+        replaced = true;
+        step.update(`${r.removed.length} things removed`);
+      });
+    }
 
     const runId = newRunId();
     const outputDir = resolve(opts.runsDir ?? 'runs', app.name, runId, 'output');
     const deployment: DeploymentRecord = {
       app: app.name, appDir: app.dir, runId, runtime: cluster.runtime, mapper: record.mapper, outputDir, startedAt: Date.now(),
+      stateDir: cluster.stateDir, configSource: cluster.source,
     };
+    if (cluster.runtime === 'docker') deployment.engines = recordedEngines(cluster);
     created = true;
     await writeDeployment(redis, prefix, deployment, record);
     await configureApp(redis, prefix, app.name, opts.settings ?? {});
 
     const spec = (task: string, node: string): RunnerSpec => ({ app: app.name, task, node, runId, redisUrl: stack.redisUrl, redisPrefix: prefix });
-    await withStep(progress, `Preparing the ${runtime.name} runtime`, async (step) => {
-      await runtime.prepare(app, cluster, (msg) => step.update(msg));
-    });
     await withStep(progress, `Starting ${app.tasks.length} task runner(s) and the home sink`, async (step) => {
       // Sink and runners start together: each takes a few hundred ms of CPU to load.
       const [, handles] = await Promise.all([
@@ -166,12 +207,13 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
     }
     return { app, cluster, record, deployment, items, results, dashboardUrl: stack.dashboardUrl };
   } catch (e) {
+    let left: string[] = [];
     if (created) {
       await withStep(progress, 'Deploy failed: removing what was started', async () => {
-        await teardownApp(redis, cluster, app.name).catch(() => undefined);
-      }).catch(() => undefined);
+        left = (await teardownApp(redis, cluster, app.name)).unreached;
+      }).catch((err: unknown) => { left = [(err as Error).message]; });
     }
-    throw e;
+    throw failedDeployError(e, app.name, { previous, replaced, created, left });
   } finally {
     redis.disconnect();
   }

@@ -120,22 +120,26 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
   };
 }
 
-async function teardownAll(cluster: ClusterConfig, redisUrl: string): Promise<string[]> {
+/** Tear down every app still deployed; unreached lists engines whose containers may still run. */
+async function teardownAll(cluster: ClusterConfig, redisUrl: string): Promise<{ lines: string[]; unreached: string[] }> {
   const { connectRedis } = await import('../../circe/queue/connection.js');
   const { deployedApps } = await import('../deploy/record.js');
   const { teardownApp } = await import('../deploy/teardown.js');
   const redis = connectRedis(redisUrl, { name: 'jupiter:stack-down', failFast: true });
+  const lines: string[] = [];
+  const unreached: string[] = [];
   try {
-    const out: string[] = [];
     for (const app of await deployedApps(redis, cluster.redisPrefix)) {
-      out.push(...(await teardownApp(redis, cluster, app)).map((r) => `removed ${r}`));
+      const r = await teardownApp(redis, cluster, app);
+      lines.push(...r.removed.map((x) => `removed ${x}`));
+      unreached.push(...r.unreached.map((x) => `${app}: ${x}`));
     }
-    return out;
   } catch {
-    return []; // Redis unreachable: nothing to learn from it; its processes are stopped below
+    // Redis unreachable: nothing to learn from it; its processes are stopped below
   } finally {
     redis.disconnect();
   }
+  return { lines, unreached };
 }
 
 async function stopPid(pid: number, graceMs = 3000): Promise<void> {
@@ -157,7 +161,18 @@ export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
   const stopped: string[] = [];
   // Apps still deployed on this Redis go first: their runners would otherwise retry a Redis
   // that is gone, forever.
-  if (state.redis && isAlive(state.redis.pid)) stopped.push(...(await teardownAll(cluster, state.redis.url)));
+  if (state.redis && isAlive(state.redis.pid)) {
+    const { lines, unreached } = await teardownAll(cluster, state.redis.url);
+    stopped.push(...lines);
+    // Containers on an engine we cannot reach would loop on a Redis that is gone: keep the stack
+    // (and the records that name those engines) until they can be removed.
+    if (unreached.length) {
+      for (const l of stopped) process.stdout.write(`${l}\n`);
+      throw runtimeError(`the stack stays up: containers of its deployments may still run where teardown could not reach: ${unreached.join('; ')}`, {
+        hint: 'start those engines (or fix their endpoints), then `jupiter teardown <app> --stack` or `jupiter stack down` again',
+      });
+    }
+  }
   for (const [node, agent] of Object.entries(state.agents ?? {})) {
     if (isAlive(agent.pid)) stopped.push(`stopped agent ${node} (pid ${agent.pid})`);
     await stopPid(agent.pid);

@@ -241,12 +241,30 @@ export class TelemetryBridge {
   private async poll(): Promise<void> {
     const redis = this.redis;
     if (!redis || this.stopped) return;
-    for (const name of await this.discoverApps()) {
+    const names = await this.discoverApps();
+    for (const name of names) {
       if (!this.appStates.has(name)) await this.addApp(name);
     }
+    await this.dropTornDown(new Set(names));
     await this.pollMappings();
     await this.pollNodes();
     this.polls += 1;
+  }
+
+  /**
+   * Apps torn down since the last poll (gone from the apps set, no mapping or event stream left): forget them
+   * and clear their retained topics, so that new subscribers get nothing of a removed app.
+   */
+  private async dropTornDown(names: Set<string>): Promise<void> {
+    if (this.opts.apps) return;
+    for (const s of [...this.appStates.values()]) {
+      if (names.has(s.name) || (await this.redis!.exists(this.keys.mapping(s.name), s.stream)) > 0) continue;
+      this.appStates.delete(s.name);
+      const tasks = s.mapping ? (s.mapping.dag ? s.mapping.dag.tasks.map((t) => t.name) : Object.keys(s.mapping.mapping)) : [];
+      const known = [topics.mapping(s.name), topics.stats(s.name), ...tasks.map((t) => topics.task(s.name, t))];
+      const n = this.publisher?.clearRetained(topics.appAll(s.name).slice(0, -1), known) ?? 0;
+      this.log(`telemetry: ${s.name} was torn down; cleared ${n} retained topic(s)`);
+    }
   }
 
   private async pollMappings(): Promise<void> {

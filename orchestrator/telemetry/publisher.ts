@@ -158,6 +158,16 @@ export class MqttPublisher {
     }
   }
 
+  /**
+   * Clear retained topics at the broker (an empty retained message deletes one): `topics`, and
+   * every retained topic this publisher sent under `root`. Returns how many.
+   */
+  clearRetained(root: string, topics: string[] = []): number {
+    const all = new Set([...topics, ...[...this.retained.keys()].filter((t) => t.startsWith(root))]);
+    for (const t of all) this.publish(t, '', { retain: true });
+    return all.size;
+  }
+
   private canSend(): boolean {
     return this.connected && this.inFlight < this.maxInFlight;
   }

@@ -58,7 +58,7 @@ export function register(program: Command): void {
       } else {
         const out = [`\nPlacement of ${res.app.name} (${res.cluster.runtime} runtime):`, placementTable(res.record)];
         if (res.results) out.push('', 'Items:', itemsTable(res.results, res.app.name));
-        out.push('', `outputs:   ${res.deployment.outputDir}`);
+        out.push('', `outputs:   ${res.deployment.outputDir}`, `state:     ${res.cluster.stateDir}`);
         if (res.dashboardUrl) out.push(`dashboard: ${res.dashboardUrl}/?app=${encodeURIComponent(res.app.name)}`);
         out.push(`status:    jupiter status ${res.app.name}`, `teardown:  jupiter teardown ${res.app.name}`);
         process.stdout.write(`${out.join('\n')}\n`);

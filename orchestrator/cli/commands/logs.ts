@@ -9,7 +9,8 @@ export function register(program: Command): void {
     .command('logs <app> <task>')
     .description('print the recent log lines of a task\'s runner (`home` for the sink)')
     .option('-n, --tail <lines>', 'number of lines', '200')
-    .action(action(async (appName: string, task: string, opts: { tail: string }) => {
+    .action(action(async (appArg: string, task: string, opts: { tail: string }) => {
+      const appName = await (await import('../../../config/app/app-name.js')).appNameOf(appArg);
       const [{ connectToStack }, { readDeployment }, { homeRuntime, runtimeFor }] = await Promise.all([
         import('../../connect.js'), import('../../deploy/record.js'), import('../../deploy/runtimes.js'),
       ]);

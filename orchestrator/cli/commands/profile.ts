@@ -14,6 +14,18 @@ interface ProfileFlags {
   wait?: string;
 }
 
+/** What a complete profile of the configured nodes still lacks: nodes with no live agent, unfitted links. */
+function profileGaps(view: ProfileView, nodes: string[]): string[] {
+  const live = new Set(view.snapshot.nodes.map((n) => n.node));
+  const fitted = new Set(view.snapshot.links.map((l) => `${l.from} -> ${l.to}`));
+  const dead = nodes.filter((n) => !live.has(n));
+  const links = nodes.flatMap((f) => nodes.filter((t) => t !== f).map((t) => `${f} -> ${t}`)).filter((k) => !fitted.has(k));
+  const out: string[] = [];
+  if (dead.length) out.push(`no live agent on ${dead.join(', ')}`);
+  if (links.length) out.push(`${links.length} of ${nodes.length * (nodes.length - 1)} link(s) not fitted (${links.slice(0, 6).join(', ')}${links.length > 6 ? ', …' : ''})`);
+  return out;
+}
+
 export function register(program: Command): void {
   const cmd = program
     .command('profile')
@@ -21,7 +33,7 @@ export function register(program: Command): void {
     .option('--json', 'print the profiles as JSON')
     .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
     .option('--prefix <prefix>', 'Redis key prefix (default: the configuration\'s)')
-    .option('--wait <seconds>', 'wait up to this long for a complete profile (every live link fitted)')
+    .option('--wait <seconds>', 'wait up to this long for a complete profile (every configured node live, every link between them fitted); exit 1 if it is not')
     .action(action(async (flags: ProfileFlags) => {
       const waitMs = flags.wait === undefined ? 0 : Number(flags.wait) * 1000;
       if (!Number.isFinite(waitMs) || waitMs < 0) throw inputError(`--wait must be a number of seconds, got ${JSON.stringify(flags.wait)}`, { hint: 'for example --wait 10' });
@@ -33,14 +45,26 @@ export function register(program: Command): void {
       const redis = target.redis;
       try {
         const prefix = flags.prefix ?? target.prefix;
+        // Complete means every node of the configuration has a live agent and every link between
+        // them a fit: not just the agents that happen to have registered so far.
+        const configured = target.cluster.nodes.map((n) => n.name);
         const deadline = Date.now() + waitMs;
         let view: ProfileView = await readProfileView(redis, { prefix });
-        while (Date.now() < deadline && !(view.agents.length > 0 && isComplete(view.snapshot, view.agents.map((a) => a.node)))) {
+        while (Date.now() < deadline && !isComplete(view.snapshot, configured)) {
           await new Promise((r) => setTimeout(r, 250));
           view = await readProfileView(redis, { prefix });
         }
         if (flags.json) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
         else process.stdout.write(formatProfileView(view));
+        if (flags.wait !== undefined) {
+          const gaps = profileGaps(view, configured);
+          if (gaps.length) {
+            throw runtimeError(`the profile is not complete after ${flags.wait} s: ${gaps.join('; ')}`, {
+              hint: 'start an agent on each node (`jupiter agent --node <name>`) or wait longer; the nodes come from the cluster configuration',
+            });
+          }
+          if (!flags.json) process.stdout.write(`profile complete: ${configured.length} node(s), ${configured.length * (configured.length - 1)} link(s) fitted\n`);
+        }
       } finally {
         redis.disconnect();
       }

@@ -8,6 +8,11 @@ import { action } from '../run.js';
 import { inputError } from '../../../config/errors.js';
 import { isAlive, readStackState, stateDir } from '../../stack/state.js';
 
+/** Which state folder a command uses, and why (a configuration elsewhere has its own). */
+function stateFolderLine(cluster: { stateDir: string; stateDirOrigin?: string }): string {
+  return `state folder: ${cluster.stateDir}${cluster.stateDirOrigin ? ` (${cluster.stateDirOrigin})` : ''}`;
+}
+
 export function register(program: Command): void {
   const stack = program.command('stack').description('start, stop or show the private services of the embedded default');
 
@@ -19,7 +24,7 @@ export function register(program: Command): void {
         loadClusterConfig(), import('../../stack/embedded.js'), import('../../progress.js'),
       ]);
       const ep = await ensureStack(cluster, createProgress());
-      process.stdout.write(`redis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
+      process.stdout.write(`${stateFolderLine(cluster)}\nredis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
     }));
 
   stack
@@ -43,7 +48,7 @@ export function register(program: Command): void {
       row('redis', state.redis?.pid, state.redis ? maskUrl(state.redis.url) : '-');
       row('hub', state.hub?.pid, state.hub ? `${state.hub.httpUrl}  mqtt ${state.hub.mqttUrl}` : '-');
       for (const [node, a] of Object.entries(state.agents ?? {})) row(`agent ${node}`, a.pid, a.listen);
-      process.stdout.write(`${renderTable(['service', 'pid', 'state', 'address'], rows)}\n`);
+      process.stdout.write(`${renderTable(['service', 'pid', 'state', 'address'], rows)}\n${stateFolderLine(cluster)}\n`);
     }));
 
   stack

@@ -9,7 +9,8 @@ export function register(program: Command): void {
     .description('show deployed apps: placement, queues, counts, makespans, dead letters')
     .option('--json', 'print JSON')
     .option('--csv', 'print the per-item runtime records of one app as CSV (runtime_tasks.txt columns plus Node)')
-    .action(action(async (appName: string | undefined, opts: { json?: boolean; csv?: boolean }) => {
+    .action(action(async (appArg: string | undefined, opts: { json?: boolean; csv?: boolean }) => {
+      const appName = appArg === undefined ? undefined : await (await import('../../../config/app/app-name.js')).appNameOf(appArg);
       if (opts.csv && !appName) throw inputError('--csv needs an app name', { hint: 'jupiter status <app> --csv > runtime_tasks.csv' });
       const [{ connectToStack }, { loadApp }, { getStatus }, { deployedApps, readDeployment, readMapping }, { statusTable }] = await Promise.all([
         import('../../connect.js'), import('../../../config/app/load.js'), import('../../../circe/queue/status.js'),

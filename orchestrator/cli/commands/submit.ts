@@ -9,7 +9,8 @@ export function register(program: Command): void {
     .description('submit files as new stream items to a deployed app')
     .option('-w, --wait', 'wait for their outputs')
     .option('--timeout <sec>', 'with --wait: give up after this many seconds', '300')
-    .action(action(async (appName: string, files: string[], opts: { wait?: boolean; timeout: string }) => {
+    .action(action(async (appArg: string, files: string[], opts: { wait?: boolean; timeout: string }) => {
+      const appName = await (await import('../../../config/app/app-name.js')).appNameOf(appArg);
       const [{ connectToStack }, { createProgress, withStep }, { loadApp }, { submitItems }, { waitForItems }, { readDeployment }, { itemsTable }] = await Promise.all([
         import('../../connect.js'), import('../../progress.js'), import('../../../config/app/load.js'), import('../../../circe/home/source.js'),
         import('../../../circe/home/wait.js'), import('../../deploy/record.js'), import('../../report/tables.js'),

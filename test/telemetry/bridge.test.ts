@@ -13,6 +13,8 @@ import { repoRoot } from '../support/paths.js';
 import { MqttBroker } from '../../orchestrator/stack/mqtt-broker.js';
 import { TelemetryBridge } from '../../orchestrator/telemetry/bridge.js';
 import { redisKeys } from '../../config/redis-keys.js';
+import { teardownAppKeys } from '../../circe/queue/teardown.js';
+import { forgetApp } from '../../orchestrator/deploy/record.js';
 import {
   SEVEN, emptyTally, itemEvents, mappingRecord, writeDeployment, writeNodes, xaddEvents,
 } from '../dashboard/feed.js';
@@ -82,6 +84,37 @@ for (const kind of ['aedes', 'mosquitto'] as const) {
 
     beforeEach(async () => {
       await client?.flushall();
+    });
+
+    it('clears the retained topics of an app once it is torn down: new subscribers get nothing of it', async () => {
+      const broker = await startBroker(kind);
+      await writeDeployment(client, PREFIX, mappingRecord(SEVEN));
+      await xaddEvents(client, PREFIX, SEVEN.app, itemEvents(SEVEN, 'i1', Date.now(), {}, emptyTally(SEVEN.tasks)));
+      const bridge = new TelemetryBridge({ redisUrl: redis.url, prefix: PREFIX, ...fast, mqtt: { url: broker.url }, log: () => undefined });
+      /** Topics of the app a fresh subscriber gets as retained messages (after a quiet spell). */
+      const retained = async (): Promise<string[]> => {
+        const sub = await subscriber(broker.url, [`jupiter/${SEVEN.app}/#`]);
+        await sleep(300);
+        await sub.client.endAsync();
+        return sub.got.filter((g) => g.retain && g.text !== '').map((g) => g.topic).sort();
+      };
+      try {
+        await bridge.start();
+        // Polls of a fresh subscriber (each waits 300 ms), until the bridge has published them all.
+        let seen: string[] = [];
+        for (let i = 0; i < 40 && !(seen.includes(`jupiter/${SEVEN.app}/stats`) && seen.some((t) => t.includes('/tasks/'))); i++) seen = await retained();
+        expect(seen).to.include(`jupiter/${SEVEN.app}/mapping`);
+        expect(seen.some((t) => t.startsWith(`jupiter/${SEVEN.app}/tasks/`))).to.equal(true);
+        // What `jupiter teardown` does to Redis.
+        await teardownAppKeys(client, PREFIX, SEVEN.app);
+        await forgetApp(client, PREFIX, SEVEN.app);
+        for (let i = 0; i < 40 && seen.length > 0; i++) seen = await retained();
+        expect(seen).to.deep.equal([]);
+        expect(bridge.apps()).to.not.include(SEVEN.app);
+      } finally {
+        await bridge.stop();
+        await broker.dispose();
+      }
     });
 
     it('publishes mapping, task events, nodes and stats that match their JSON schemas, and the compat topic', async () => {

@@ -21,8 +21,9 @@ export async function resolveRedis(explicitUrl?: string): Promise<RedisTarget> {
   const ep = stackEndpoints(cluster);
   const url = explicitUrl ?? cluster.redisUrl ?? ep?.redisUrl;
   if (!url) {
-    throw runtimeError('no Jupiter stack is running here (no private Redis, and no JUPITER_REDIS_URL or --redis)', {
-      hint: 'deploy an app first (`jupiter deploy <app>` starts the embedded stack), or set JUPITER_REDIS_URL',
+    // Name the state folder looked in: a stack started with another JUPITER_CONFIG lives elsewhere.
+    throw runtimeError(`no Jupiter stack is running here (no private Redis in the state folder ${cluster.stateDir}, and no JUPITER_REDIS_URL or --redis)`, {
+      hint: 'deploy an app first (`jupiter deploy <app>` starts the embedded stack), set JUPITER_REDIS_URL, or use the JUPITER_CONFIG the stack was started with',
     });
   }
   return { url, prefix: cluster.redisPrefix, cluster, dashboardUrl: ep?.dashboardUrl };

@@ -82,5 +82,10 @@ export async function deployedApps(redis: Redis, prefix: string): Promise<string
 
 export async function forgetApp(redis: Redis, prefix: string, app: string, stateDir?: string): Promise<void> {
   await redis.srem(redisKeys(prefix).apps(), app);
-  if (stateDir) rmSync(recordFile(stateDir, app), { force: true });
+  if (stateDir) forgetFile(stateDir, app);
+}
+
+/** Remove the state folder's copy of a deployment record. */
+export function forgetFile(stateDir: string, app: string): void {
+  rmSync(recordFile(stateDir, app), { force: true });
 }

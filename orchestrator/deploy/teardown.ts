@@ -26,8 +26,8 @@ function withRecordedEngines(cluster: ClusterConfig, rec: DeploymentRecord | und
   return { ...cluster, nodes, home: { ...cluster.home, docker: undefined } };
 }
 
-export async function teardownApp(redis: Redis, cluster: ClusterConfig, app: string): Promise<TeardownResult> {
-  const rec = (await readDeployment(redis, cluster.redisPrefix, app)) ?? readDeploymentFile(cluster.stateDir, app);
+/** Stop and remove the app's runners (containers on the recorded engines, processes, the sink). */
+export async function teardownRunners(cluster: ClusterConfig, app: string, rec: DeploymentRecord | undefined): Promise<Omit<TeardownResult, 'record'>> {
   const removed: string[] = [];
   const unreached: string[] = [];
   const names = new Set<string>([rec?.runtime ?? cluster.runtime, 'process']);
@@ -44,6 +44,12 @@ export async function teardownApp(redis: Redis, cluster: ClusterConfig, app: str
       if (name === rec?.runtime) throw e;
     }
   }
+  return { removed, unreached };
+}
+
+export async function teardownApp(redis: Redis, cluster: ClusterConfig, app: string): Promise<TeardownResult> {
+  const rec = (await readDeployment(redis, cluster.redisPrefix, app)) ?? readDeploymentFile(cluster.stateDir, app);
+  const { removed, unreached } = await teardownRunners(cluster, app, rec);
   if (unreached.length > 0) return { removed, unreached, record: rec };
   const keys = await teardownAppKeys(redis, cluster.redisPrefix, app);
   await forgetApp(redis, cluster.redisPrefix, app, rec?.stateDir ?? cluster.stateDir);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { isAlive } from '../../circe/runtime/pid.js';
 import { cliSuite } from '../support/cli-suite.js';
-import { until, writeChainApp } from '../support/faults.js';
+import { killPid, until, writeChainApp } from '../support/faults.js';
 
 const APP = 'newcomer';
 
@@ -100,5 +100,18 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
       return got.length === 0 ? got : undefined;
     }, 15_000, 'the retained topics of the torn-down app to be cleared');
     expect(after).to.deep.equal([]);
+  });
+
+  it('2: with the stack\'s Redis gone, teardown still removes the runners the state folder records', async () => {
+    await box.ok(['deploy', appDir, '--runtime', 'process'], { timeoutMs: 110_000 });
+    const pids = box.runners(APP).map((s) => s.runnerPid);
+    expect(pids).to.have.length(3);
+    const redisPid = box.stack().redis!.pid;
+    killPid(redisPid);
+    await until(() => !isAlive(redisPid), 10_000, 'redis-server to exit');
+    const r = await box.ok(['teardown', APP]);
+    expect(r.stderr).to.include(`removing the runners the state folder records (Redis keys of ${APP} stay)`);
+    expect(r.stdout).to.match(/removed process runner t0@node\d/);
+    expect(pids.filter(isAlive), 'runners still alive').to.deep.equal([]);
   });
 });

@@ -261,7 +261,7 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
   if (redisUrl !== undefined) config.redisUrl = redisUrl;
   // Relative to the configuration file, so that every shell using that file finds the same stack.
   config.stateDirOrigin = !jsonPath
-    ? 'default .jupiter in the working directory (no jupiter.config.json)'
+    ? 'default .jupiter in the working directory: no jupiter.config.json'
     : file?.stateDir
       ? `stateDir ${JSON.stringify(file.stateDir)} of ${jsonShown}${isAbsolute(file.stateDir) ? '' : ', relative to its folder'}`
       : `default .jupiter next to ${jsonShown}`;

@@ -22,6 +22,7 @@ import { ensureStack } from '../stack/embedded.js';
 import { gatherProfiles, place } from './placement.js';
 import { readDeployment, writeDeployment, type DeploymentRecord, type RecordedEngine } from './record.js';
 import { clusterEngines } from '../../circe/runtime/docker-engine.js';
+import { mappers } from '../../mappers/index.js';
 import { homeRuntime, runtimeFor } from './runtimes.js';
 import { teardownApp } from './teardown.js';
 
@@ -119,6 +120,10 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       cluster.runtime = opts.runtime as RuntimeName;
     }
     validateAppAgainstCluster(app, cluster);
+    // A mapper name typo is bad input: say so before any service starts.
+    if (!mappers[cluster.mapper]) {
+      throw inputError(`unknown mapper ${JSON.stringify(cluster.mapper)}`, { hint: `one of: ${Object.keys(mappers).join(', ')} (jupiter map --mapper list)` });
+    }
     const files = await inputFiles(app, opts.inputs);
     step.update(`${app.name}: ${app.dagTasks.length} tasks, ${files.length} inputs, ${cluster.nodes.length} nodes`);
     return { app, cluster, files };

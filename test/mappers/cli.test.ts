@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli.js';
@@ -18,6 +18,13 @@ describe('jupiter map', () => {
     expect(r.stderr).to.match(/unknown mapper "hft"/);
     expect(r.stderr).to.match(/hint: one of: .*heft/);
     expect(r.stderr).to.not.match(/^map: /m);
+  });
+
+  it('deploy rejects an unknown mapper name before starting any service', async () => {
+    const r = await runCli(['deploy', 'dummy', '--mapper', 'hft'], { cwd: dir, env });
+    expect(r.code).to.equal(2);
+    expect(r.stderr).to.match(/unknown mapper "hft"/);
+    expect(existsSync(join(dir, '.jupiter')), 'a stack was started').to.equal(false);
   });
 
   it('lists mappers', async () => {

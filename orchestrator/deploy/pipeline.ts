@@ -85,7 +85,7 @@ function newRunId(): string {
   return `${stamp}-${randomBytes(2).toString('hex')}`;
 }
 
-/** Clients of the engines a docker deployment uses, without secrets (inline PEM keys stay out). */
+/** The engines a docker deployment uses, as its record keeps them: no secrets (inline PEM text stays out). */
 function recordedEngines(cluster: ClusterConfig): RecordedEngine[] {
   return clusterEngines(cluster).map((e) => {
     const endpoint = { ...e.endpoint };
@@ -104,8 +104,7 @@ function failedDeployError(e: unknown, app: string, s: { previous?: DeploymentRe
   else if (s.replaced) state = `the previous deployment of ${app} (run ${s.previous!.runId}) had been removed; nothing of ${app} runs now`;
   else state = `nothing of ${app} runs`;
   if (s.created) state += s.left.length ? `; what the new deployment started could not all be removed: ${s.left.join('; ')}` : '; what the new deployment started was removed';
-  const err = new JupiterError(`${e.message}\n  state: ${state}`, e.kind, { file: e.file, line: e.line, hint: e.hint }, { cause: e.cause });
-  return err;
+  return new JupiterError(`${e.message}\n  state: ${state}`, e.kind, { file: e.file, line: e.line, hint: e.hint }, { cause: e.cause });
 }
 
 export async function deploy(opts: DeployOptions, progress: Progress): Promise<DeployResult> {

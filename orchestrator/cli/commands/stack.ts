@@ -9,7 +9,7 @@ import { inputError } from '../../../config/errors.js';
 import { isAlive, readStackState, stateDir } from '../../stack/state.js';
 
 export function register(program: Command): void {
-  const stack = program.command('stack').description('start, stop or show the private services of the embedded default');
+  const stack = program.command('stack').description('start, stop or show the private services of the embedded default, and the node agents on their engines');
 
   stack
     .command('up')
@@ -20,6 +20,7 @@ export function register(program: Command): void {
       ]);
       const ep = await ensureStack(cluster, createProgress());
       process.stdout.write(`redis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
+      for (const a of ep.agents) process.stdout.write(`agent      ${a.node}: container ${a.container} on ${a.engine} (${a.action}), listens on ${a.listen}\n`);
     }));
 
   stack
@@ -44,6 +45,13 @@ export function register(program: Command): void {
       row('hub', state.hub?.pid, state.hub ? `${state.hub.httpUrl}  mqtt ${state.hub.mqttUrl}` : '-');
       for (const [node, a] of Object.entries(state.agents ?? {})) row(`agent ${node}`, a.pid, a.listen);
       process.stdout.write(`${renderTable(['service', 'pid', 'state', 'address'], rows)}\n`);
+      const { nodeAgentStatus } = await import('../../stack/node-agents.js');
+      const agents = await nodeAgentStatus(cluster, cluster.redisUrl ?? (state.redis && isAlive(state.redis.pid) ? state.redis.url : undefined));
+      if (agents.length > 0) {
+        const heart = (h: boolean | undefined): string => (h === undefined ? 'unknown' : h ? 'live' : 'none');
+        process.stdout.write(`\nNode agents on their Docker engines\n${renderTable(['node', 'engine', 'container', 'state', 'restarts', 'heartbeat', 'address'],
+          agents.map((a) => [a.node, a.engine, a.container ?? '-', a.error ? `${a.state}: ${a.error}` : a.state, a.restarts ?? '-', heart(a.heartbeat), a.address ?? '-']))}\n`);
+      }
     }));
 
   stack

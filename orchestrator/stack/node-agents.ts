@@ -1,0 +1,188 @@
+// Node agents as containers on each node's own Docker engine: for every node whose engine the
+// configuration names (NodeConfig.agentOnEngine), `stack up` and `deploy` make sure one agent
+// container of this deployment runs there; `stack status` shows them with their Redis heartbeat;
+// `stack down` removes them. No one has to log in to a machine to start `jupiter agent`.
+// Nodes without a named engine keep the embedded default's local agent processes (embedded.ts).
+import type Docker from 'dockerode';
+import { JupiterError, runtimeError } from '../../config/errors.js';
+import type { ClusterConfig, NodeConfig } from '../../config/types.js';
+import { redisKeys } from '../../config/redis-keys.js';
+import { dockerClient, endpointKey, nodeEndpoint } from '../../circe/runtime/docker-engine.js';
+import { defaultSources } from '../../circe/runtime/docker-image.js';
+import { liveAgents } from '../../profilers/agent/registry.js';
+import { agentImageEntries, ensureAgentImage } from './agent-image.js';
+import {
+  LABEL_AGENT_CONFIG, LABEL_NODE, LABEL_ROLE, LABEL_STACK, ROLE_AGENT, agentContainerName, agentContainerOptions, agentListen, stackId,
+} from './agent-container.js';
+
+export interface NodeAgentResult {
+  node: string;
+  /** The engine, as endpoint text without secrets (unix:///..., tcp://h:p, ssh://u@h:p). */
+  engine: string;
+  /** Container id (12 characters) and name. */
+  container: string;
+  name: string;
+  image: string;
+  /** kept = the running container already had this image and configuration. */
+  action: 'started' | 'replaced' | 'kept';
+  listen: string;
+}
+
+export interface NodeAgentStatus {
+  node: string;
+  engine: string;
+  container?: string;
+  name: string;
+  /** running, restarting, exited, ... ; missing (no container); unreachable (engine error). */
+  state: string;
+  restarts?: number;
+  /** Whether the node's heartbeat key is live in Redis; undefined when Redis could not be asked. */
+  heartbeat?: boolean;
+  /** host:port the agent registered (from Redis). */
+  address?: string;
+  error?: string;
+}
+
+/** Nodes whose agent runs as a container on their engine. */
+export function agentNodes(cluster: ClusterConfig): NodeConfig[] {
+  return cluster.nodes.filter((n) => n.agentOnEngine && n.docker);
+}
+
+function engineOf(node: NodeConfig): { key: string; docker: Docker } {
+  const ep = nodeEndpoint(node);
+  return { key: endpointKey(ep), docker: dockerClient(ep) };
+}
+
+function engineError(node: string, key: string, e: unknown): Error {
+  if (e instanceof JupiterError && e.kind === 'input') return e; // already explained (a base image missing, ...)
+  return runtimeError(`the Docker engine of node ${node} (${key}) cannot run its agent: ${(e as Error).message}`, {
+    hint: 'check that the engine runs and that nodes[].docker in jupiter.config.json names it',
+  }, e);
+}
+
+async function inspectOrUndefined(docker: Docker, name: string): Promise<Docker.ContainerInspectInfo | undefined> {
+  try {
+    return await docker.getContainer(name).inspect();
+  } catch (e) {
+    if ((e as { statusCode?: number }).statusCode === 404) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Make sure every node with a named engine runs this deployment's agent container there (one per
+ * node; built images are cached per engine). A running container with the same image and
+ * configuration is kept; a dead or different one is replaced. `nodes` limits it to those names.
+ */
+export async function ensureNodeAgents(
+  cluster: ClusterConfig,
+  redisUrl: string,
+  opts: { nodes?: string[]; onProgress?: (msg: string) => void } = {},
+): Promise<NodeAgentResult[]> {
+  const nodes = agentNodes(cluster).filter((n) => !opts.nodes || opts.nodes.includes(n.name));
+  if (nodes.length === 0) return [];
+  const say = opts.onProgress ?? (() => undefined);
+  const stack = stackId(cluster, redisUrl);
+  const sources = defaultSources();
+  const entries = agentImageEntries(sources);
+  // One image build per engine, engines in parallel (several nodes may share an engine).
+  const images = new Map<string, Promise<string>>();
+  const imageOn = (node: NodeConfig): Promise<string> => {
+    const { key, docker } = engineOf(node);
+    let p = images.get(key);
+    if (!p) {
+      p = ensureAgentImage(docker, cluster.docker.baseImage, (m) => say(`${node.name}: ${m}`), sources, entries)
+        .then((r) => r.tag)
+        .catch((e: unknown) => { throw engineError(node.name, key, e); });
+      images.set(key, p);
+    }
+    return p;
+  };
+  return Promise.all(nodes.map(async (node): Promise<NodeAgentResult> => {
+    const { key, docker } = engineOf(node);
+    const image = await imageOn(node);
+    const create = agentContainerOptions({ node, image, cluster, redisUrl, stack });
+    const name = create.name as string;
+    const base = { node: node.name, engine: key, name, image, listen: agentListen(node) };
+    try {
+      const found = await inspectOrUndefined(docker, name);
+      if (found && found.State.Status === 'running' && found.Config.Labels?.[LABEL_AGENT_CONFIG] === create.Labels?.[LABEL_AGENT_CONFIG]) {
+        return { ...base, container: found.Id.slice(0, 12), action: 'kept' };
+      }
+      if (found) await docker.getContainer(found.Id).remove({ force: true });
+      const c = await docker.createContainer(create);
+      await c.start();
+      say(`${node.name}: agent container ${c.id.slice(0, 12)} ${found ? 'replaced' : 'started'} on ${key}`);
+      return { ...base, container: c.id.slice(0, 12), action: found ? 'replaced' : 'started' };
+    } catch (e) {
+      throw engineError(node.name, key, e);
+    }
+  }));
+}
+
+/** Where each node's agent container runs, its state, and whether its heartbeat is live in Redis. */
+export async function nodeAgentStatus(cluster: ClusterConfig, redisUrl: string | undefined): Promise<NodeAgentStatus[]> {
+  const nodes = agentNodes(cluster);
+  if (nodes.length === 0) return [];
+  let live: Map<string, string> | undefined;
+  if (redisUrl) {
+    const { connectRedis } = await import('../../circe/queue/connection.js');
+    const redis = connectRedis(redisUrl, { name: 'jupiter:stack-status', failFast: true });
+    try {
+      live = new Map((await liveAgents(redis, redisKeys(cluster.redisPrefix))).map((a) => [a.node, `${a.host}:${a.port}`]));
+    } catch {
+      live = undefined; // Redis unreachable: heartbeats unknown
+    } finally {
+      redis.disconnect();
+    }
+  }
+  const stack = redisUrl ? stackId(cluster, redisUrl) : undefined;
+  return Promise.all(nodes.map(async (node): Promise<NodeAgentStatus> => {
+    const { key, docker } = engineOf(node);
+    const out: NodeAgentStatus = {
+      node: node.name, engine: key, name: stack ? agentContainerName(node.name, stack) : '-', state: 'missing',
+      heartbeat: live ? live.has(node.name) : undefined, address: live?.get(node.name),
+    };
+    try {
+      const found = await listAgentContainers(docker, node.name, stack);
+      const c = found[0];
+      if (c) {
+        const info = await docker.getContainer(c.Id).inspect();
+        Object.assign(out, { container: c.Id.slice(0, 12), name: c.Names[0]?.replace(/^\//, '') ?? out.name, state: info.State.Status, restarts: info.RestartCount });
+      }
+    } catch (e) {
+      Object.assign(out, { state: 'unreachable', error: (e as Error).message });
+    }
+    return out;
+  }));
+}
+
+/** This deployment's agent containers of a node on an engine (any deployment's when stack is undefined). */
+async function listAgentContainers(docker: Docker, node: string, stack: string | undefined): Promise<Docker.ContainerInfo[]> {
+  const label = [`${LABEL_ROLE}=${ROLE_AGENT}`, `${LABEL_NODE}=${node}`];
+  if (stack) label.push(`${LABEL_STACK}=${stack}`);
+  return docker.listContainers({ all: true, filters: { label } });
+}
+
+/**
+ * Remove the agent containers of every node with a named engine; returns one line per container
+ * removed or engine that could not be reached. Without a Redis URL (the deployment cannot be told
+ * apart), every Jupiter agent container of those nodes on their engines goes.
+ */
+export async function removeNodeAgents(cluster: ClusterConfig, redisUrl: string | undefined): Promise<string[]> {
+  const stack = redisUrl ? stackId(cluster, redisUrl) : undefined;
+  const lines = await Promise.all(agentNodes(cluster).map(async (node): Promise<string[]> => {
+    const { key, docker } = engineOf(node);
+    try {
+      const out: string[] = [];
+      for (const c of await listAgentContainers(docker, node.name, stack)) {
+        await docker.getContainer(c.Id).remove({ force: true });
+        out.push(`removed agent container ${c.Names[0]?.replace(/^\//, '') ?? ''} (${c.Id.slice(0, 12)}) of ${node.name} from ${key}`);
+      }
+      return out;
+    } catch (e) {
+      return [`could not remove the agent of ${node.name} from ${key}: ${(e as Error).message}`];
+    }
+  }));
+  return lines.flat();
+}

@@ -1,0 +1,171 @@
+// Agents start themselves: with a configuration naming each node's Docker engine, the real CLI's
+// `stack up` runs one agent container per node on that node's engine (two private dockerd = two
+// nodes, a real password-protected redis-server), sandboxed like runners; the agents heartbeat and
+// profile; the restart policy brings a killed agent back; `deploy` restarts a missing one;
+// `stack status` lists them; `stack down` leaves no container behind.
+import { expect } from 'chai';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import type { Redis } from 'ioredis';
+import type { TestDockerd } from '../support/dockerd.js';
+import { startDockerdsOrSkip } from '../support/docker-suite.js';
+import { CliSandbox } from '../support/faults.js';
+import { RedisServer } from '../../orchestrator/stack/redis-server.js';
+import { freePort } from '../../orchestrator/stack/free-port.js';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { liveAgents } from '../../profilers/agent/registry.js';
+import { redisKeys } from '../../config/redis-keys.js';
+import { isComplete, type ProfileView } from '../../orchestrator/profiles/read.js';
+
+const PASSWORD = `pw${process.pid}secret`;
+
+async function agentContainers(docker: Docker): Promise<Docker.ContainerInfo[]> {
+  return docker.listContainers({ all: true, filters: { label: ['jupiter.role=agent'] } });
+}
+
+async function until<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('node agents start themselves on each node\'s Docker engine (real CLI, two dockerd, real Redis)', function () {
+  this.timeout(180_000);
+  let engines: TestDockerd[] = [];
+  let redisServer: RedisServer | undefined;
+  let redis: Redis | undefined;
+  let box: CliSandbox | undefined;
+  const redisDir = mkdtempSync(join(tmpdir(), `jupiter-agents-redis-${process.pid}-`));
+  const nodes = ['node1', 'node2'];
+  const engineOf = (node: string): Docker => engines[nodes.indexOf(node)]!.docker;
+  const live = async (): Promise<string[]> => (await liveAgents(redis!, redisKeys('jupiter:'))).map((a) => a.node);
+
+  before(async function () {
+    engines = await startDockerdsOrSkip(this, [{ useExisting: false }, { useExisting: false }]);
+    redisServer = await new RedisServer({ dir: redisDir, password: PASSWORD }).start();
+    redis = connectRedis(redisServer.url);
+    box = new CliSandbox(`jupiter-node-agents-${process.pid}-`);
+    const [p1, p2] = [await freePort(), await freePort()];
+    writeFileSync(join(box.cwd, 'jupiter.config.json'), `${JSON.stringify({
+      redis: { url: redisServer.url },
+      docker: { cpus: 1, memoryMb: 384 },
+      nodes: [
+        { name: 'home', host: '127.0.0.1' },
+        { name: 'node1', host: '127.0.0.1', docker: `unix://${engines[0]!.socketPath}`, agent: `127.0.0.1:${p1}` },
+        { name: 'node2', host: '127.0.0.1', docker: `unix://${engines[1]!.socketPath}`, agent: `127.0.0.1:${p2}` },
+      ],
+    }, null, 2)}\n`);
+  });
+
+  after(async () => {
+    await box?.dispose();
+    for (const e of engines) {
+      for (const c of await agentContainers(e.docker).catch(() => [])) await e.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    }
+    redis?.disconnect();
+    await redisServer?.stop();
+    await Promise.all(engines.map((e) => e.stop()));
+    rmSync(redisDir, { recursive: true, force: true });
+  });
+
+  it('`stack up` starts one sandboxed agent container per node on that node\'s engine', async () => {
+    const t0 = Date.now();
+    const r = await box!.ok(['stack', 'up'], { timeoutMs: 150_000 });
+    console.log(`      stack up (base + deps + agent image on 2 engines, 2 agents): ${Date.now() - t0} ms`);
+    for (const node of nodes) {
+      expect(r.stdout).to.match(new RegExp(`agent +${node}: container [0-9a-f]{12} on unix://.* \\(started\\)`));
+      const list = await agentContainers(engineOf(node));
+      expect(list.map((c) => c.Labels['jupiter.node']), node).to.deep.equal([node]);
+      const info = await engineOf(node).getContainer(list[0]!.Id).inspect();
+      expect(info.State.Status).to.equal('running');
+      expect(info.Config.Labels).to.include({ 'jupiter.role': 'agent', 'jupiter.node': node });
+      expect(info.Config.Labels['jupiter.stack']).to.match(/^[0-9a-f]{12}$/);
+      expect(info.Config.User).to.equal('10001:10001');
+      expect(info.HostConfig.NetworkMode).to.equal('host');
+      expect(info.HostConfig.ReadonlyRootfs).to.equal(true);
+      expect(info.HostConfig.CapDrop).to.deep.equal(['ALL']);
+      expect(info.HostConfig.SecurityOpt).to.deep.equal(['no-new-privileges']);
+      expect(info.HostConfig.RestartPolicy?.Name).to.equal('unless-stopped');
+      expect(info.HostConfig.Memory).to.equal(384 * 1024 * 1024);
+      expect(info.HostConfig.NanoCpus).to.equal(1e9);
+      expect(info.HostConfig.PidsLimit).to.equal(256);
+      expect(info.HostConfig.Binds ?? []).to.deep.equal([]);
+      expect(info.Mounts.filter((m) => m.Type !== 'tmpfs')).to.deep.equal([]);
+      // The password reaches the agent through its environment only.
+      expect(JSON.stringify([info.Config.Cmd, info.Config.Entrypoint, info.Path, info.Args])).to.not.include(PASSWORD);
+      expect(info.Config.Env.some((e) => e.startsWith('JUPITER_REDIS_URL=') && e.includes(PASSWORD))).to.equal(true);
+    }
+  });
+
+  it('the agents heartbeat and a complete profile appears in Redis (`jupiter profile --json`)', async () => {
+    await until('both heartbeats', 30_000, async () => ((await live()).length === 2 ? true : undefined));
+    const r = await box!.ok(['profile', '--json', '--wait', '60'], { timeoutMs: 90_000 });
+    const view = JSON.parse(r.stdout) as ProfileView;
+    expect(view.agents.map((a) => a.node)).to.deep.equal(nodes);
+    expect(isComplete(view.snapshot, nodes)).to.equal(true);
+  });
+
+  it('a second `stack up` keeps the running agents', async () => {
+    const before = await Promise.all(nodes.map(async (n) => (await agentContainers(engineOf(n)))[0]!.Id));
+    const r = await box!.ok(['stack', 'up']);
+    for (const n of nodes) expect(r.stdout).to.match(new RegExp(`agent +${n}: container [0-9a-f]{12} .*\\(kept\\)`));
+    expect(await Promise.all(nodes.map(async (n) => (await agentContainers(engineOf(n)))[0]!.Id))).to.deep.equal(before);
+  });
+
+  it('killing the agent container\'s process: the restart policy brings it back', async () => {
+    const c = engineOf('node1').getContainer((await agentContainers(engineOf('node1')))[0]!.Id);
+    const pid = (await c.inspect()).State.Pid;
+    expect(pid).to.be.greaterThan(0);
+    const killedAt = Date.now();
+    process.kill(pid, 'SIGKILL');
+    const back = await until('the agent container restarted', 30_000, async () => {
+      const i = await c.inspect();
+      return i.RestartCount >= 1 && i.State.Status === 'running' && i.State.Pid !== pid ? i : undefined;
+    });
+    expect(back.RestartCount).to.be.at.least(1);
+    // The new process registers afresh (its startedAt is after the kill; same clock, same machine).
+    await until('node1 heartbeat from the restarted agent', 30_000, async () => {
+      const reg = (await liveAgents(redis!, redisKeys('jupiter:'))).find((a) => a.node === 'node1');
+      return reg && reg.startedAt >= killedAt ? true : undefined;
+    });
+  });
+
+  it('`deploy` with an agent missing starts it (and the containerised agents profile the app)', async () => {
+    const gone = (await agentContainers(engineOf('node2')))[0]!;
+    await engineOf('node2').getContainer(gone.Id).remove({ force: true });
+    const r = await box!.ok(['deploy', 'dummy', '--runtime', 'process', '--wait', '--timeout', '90'], { timeoutMs: 150_000 });
+    expect(r.stdout + r.stderr).to.match(/1 started/);
+    const now = await agentContainers(engineOf('node2'));
+    expect(now.length).to.equal(1);
+    expect(now[0]!.Id).to.not.equal(gone.Id);
+    expect(now[0]!.State).to.equal('running');
+    // The execution profiler inside each agent container ran the app's tasks (the app comes from the image).
+    for (const n of nodes) expect((await redis!.keys(`jupiter:exec:dummy:${n}:*`)).length, n).to.be.greaterThan(0);
+    await box!.ok(['teardown', 'dummy']);
+  });
+
+  it('`stack status` shows each node\'s agent: engine, container, state, live heartbeat', async () => {
+    await until('both heartbeats', 30_000, async () => ((await live()).length === 2 ? true : undefined));
+    const r = await box!.ok(['stack', 'status']);
+    for (const [i, n] of nodes.entries()) {
+      const line = r.stdout.split('\n').find((l) => l.includes(` ${n} `) && l.includes('unix://'));
+      expect(line, r.stdout).to.not.equal(undefined);
+      expect(line).to.include(engines[i]!.socketPath.slice(0, 20));
+      expect(line).to.match(/[0-9a-f]{12}/);
+      expect(line).to.match(/running/);
+      expect(line).to.match(/live/);
+    }
+  });
+
+  it('`stack down` removes the agent containers and says so', async () => {
+    const r = await box!.ok(['stack', 'down']);
+    for (const n of nodes) expect(r.stdout).to.match(new RegExp(`removed agent container jupiter-agent-${n}-[0-9a-f]{12} \\([0-9a-f]{12}\\) of ${n}`));
+    for (const n of nodes) expect(await agentContainers(engineOf(n))).to.deep.equal([]);
+  });
+});

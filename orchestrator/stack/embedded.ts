@@ -118,6 +118,15 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
   }
   let agents: NodeAgentResult[] = [];
   if (agentNodes(cluster).length > 0) {
+    // A local agent process left from before the node's engine was named would register the same node.
+    for (const n of agentNodes(cluster)) {
+      const old = state.agents?.[n.name];
+      if (old) {
+        await stopPid(old.pid);
+        delete state.agents![n.name];
+        writeStackState(dir, state);
+      }
+    }
     const url = redisUrl;
     agents = await withStep(progress, 'Node agents on their Docker engines', async (step) => {
       const r = await ensureNodeAgents(cluster, url, { onProgress: (m) => step.update(m) });

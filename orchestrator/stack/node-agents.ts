@@ -4,10 +4,12 @@
 // `stack down` removes them. No one has to log in to a machine to start `jupiter agent`.
 // Nodes without a named engine keep the embedded default's local agent processes (embedded.ts).
 import type Docker from 'dockerode';
-import { JupiterError, runtimeError } from '../../config/errors.js';
+import { JupiterError, inputError, runtimeError } from '../../config/errors.js';
 import type { ClusterConfig, NodeConfig } from '../../config/types.js';
 import { redisKeys } from '../../config/redis-keys.js';
-import { dockerClient, endpointKey, nodeEndpoint } from '../../circe/runtime/docker-engine.js';
+import { dockerClient, endpointKey, isLocalEndpoint, nodeEndpoint } from '../../circe/runtime/docker-engine.js';
+import { isLoopbackUrl } from '../../circe/runtime/docker-container.js';
+import { maskUrl } from '../../config/cluster/mask.js';
 import { defaultSources } from '../../circe/runtime/docker-image.js';
 import { liveAgents } from '../../profilers/agent/registry.js';
 import { agentImageEntries, ensureAgentImage } from './agent-image.js';
@@ -41,6 +43,26 @@ export interface NodeAgentStatus {
   /** host:port the agent registered (from Redis). */
   address?: string;
   error?: string;
+}
+
+const BUILDS_AT_ONCE = 4;
+
+/** Run at most n of the given tasks at once. */
+function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    // A finishing task hands its slot straight to the next waiting one.
+    if (active >= n) await new Promise<void>((r) => waiting.push(r));
+    else active++;
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
+    }
+  };
 }
 
 /** Nodes whose agent runs as a container on their engine. */
@@ -82,16 +104,25 @@ export async function ensureNodeAgents(
   const nodes = agentNodes(cluster).filter((n) => !opts.nodes || opts.nodes.includes(n.name));
   if (nodes.length === 0) return [];
   const say = opts.onProgress ?? (() => undefined);
+  // Agents use host networking: a loopback Redis is only there for engines on this machine.
+  const remote = nodes.find((n) => !isLocalEndpoint(nodeEndpoint(n)));
+  if (remote && isLoopbackUrl(redisUrl)) {
+    throw inputError(`the agent of ${remote.name} would run on ${endpointKey(nodeEndpoint(remote))}, which cannot reach Redis at ${maskUrl(redisUrl)} (this machine's loopback)`, {
+      hint: 'set redis.url in jupiter.config.json (or JUPITER_REDIS_URL) to an address every node can reach',
+    });
+  }
   const stack = stackId(cluster, redisUrl);
   const sources = defaultSources();
   const entries = agentImageEntries(sources);
-  // One image build per engine, engines in parallel (several nodes may share an engine).
+  // One image build per engine (several nodes may share an engine), at most BUILDS_AT_ONCE engines
+  // at a time: each build packs and sends the base and dependency layers from this machine.
   const images = new Map<string, Promise<string>>();
+  const slots = limiter(BUILDS_AT_ONCE);
   const imageOn = (node: NodeConfig): Promise<string> => {
     const { key, docker } = engineOf(node);
     let p = images.get(key);
     if (!p) {
-      p = ensureAgentImage(docker, cluster.docker.baseImage, (m) => say(`${node.name}: ${m}`), sources, entries)
+      p = slots(() => ensureAgentImage(docker, cluster.docker.baseImage, (m) => say(`${node.name}: ${m}`), sources, entries))
         .then((r) => r.tag)
         .catch((e: unknown) => { throw engineError(node.name, key, e); });
       images.set(key, p);

@@ -18,6 +18,9 @@ import { connectRedis } from '../../circe/queue/connection.js';
 import { liveAgents } from '../../profilers/agent/registry.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { isComplete, type ProfileView } from '../../orchestrator/profiles/read.js';
+import { agentContainerOptions, stackId } from '../../orchestrator/stack/agent-container.js';
+import { ensureNodeAgents } from '../../orchestrator/stack/node-agents.js';
+import { loadClusterConfig } from '../../config/cluster/load.js';
 
 const PASSWORD = `pw${process.pid}secret`;
 
@@ -167,5 +170,45 @@ describe('node agents start themselves on each node\'s Docker engine (real CLI, 
     const r = await box!.ok(['stack', 'down']);
     for (const n of nodes) expect(r.stdout).to.match(new RegExp(`removed agent container jupiter-agent-${n}-[0-9a-f]{12} \\([0-9a-f]{12}\\) of ${n}`));
     for (const n of nodes) expect(await agentContainers(engineOf(n))).to.deep.equal([]);
+  });
+});
+
+describe('node agents: container options and configuration checks (no engine needed)', () => {
+  const dir = mkdtempSync(join(tmpdir(), `jupiter-agents-conf-${process.pid}-`));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function cluster(redisUrl: string, docker: string): Promise<Awaited<ReturnType<typeof loadClusterConfig>>> {
+    writeFileSync(join(dir, 'jupiter.config.json'), JSON.stringify({
+      redis: { url: redisUrl },
+      nodes: [{ name: 'home', host: '10.0.0.1' }, { name: 'edge1', host: '10.0.0.2', docker }, { name: 'edge2', host: '10.0.0.3' }],
+    }));
+    return loadClusterConfig({ dir, env: {} });
+  }
+
+  it('only nodes whose engine the configuration names get an agent container', async () => {
+    const c = await cluster('redis://:pw@10.0.0.1:6379', 'tcp://10.0.0.2:2375');
+    expect(c.nodes.map((n) => [n.name, n.agentOnEngine ?? false])).to.deep.equal([['edge1', true], ['edge2', false]]);
+  });
+
+  it('keeps the Redis URL out of the command line; a different configuration is a different hash; the stack id ignores the password', async () => {
+    const c = await cluster('redis://:pw@10.0.0.1:6379', 'tcp://10.0.0.2:2375');
+    const stack = stackId(c, c.redisUrl!);
+    const o = agentContainerOptions({ node: c.nodes[0]!, image: 'jupiter/agent:x', cluster: c, redisUrl: c.redisUrl!, stack });
+    expect(o.Cmd).to.deep.equal(['agent', '--node', 'edge1', '--listen', '10.0.0.2:0', '--prefix', 'jupiter:']);
+    expect(JSON.stringify(o.Cmd)).to.not.include('pw');
+    expect(o.Env).to.include('JUPITER_REDIS_URL=redis://:pw@10.0.0.1:6379');
+    expect(o.Labels).to.include({ 'jupiter.role': 'agent', 'jupiter.node': 'edge1', 'jupiter.stack': stack });
+    const other = agentContainerOptions({ node: c.nodes[0]!, image: 'jupiter/agent:y', cluster: c, redisUrl: c.redisUrl!, stack });
+    expect(other.Labels!['jupiter.agent.config']).to.not.equal(o.Labels!['jupiter.agent.config']);
+    expect(stackId(c, 'redis://:other@10.0.0.1:6379')).to.equal(stack);
+    expect(stackId({ ...c, redisPrefix: 'lab:' }, c.redisUrl!)).to.not.equal(stack);
+  });
+
+  it('a remote engine with a loopback Redis: a clear input error before any engine is contacted', async () => {
+    const c = await cluster('redis://127.0.0.1:6379', 'tcp://10.0.0.2:2375');
+    const err = await ensureNodeAgents(c, c.redisUrl!).then(() => undefined, (e: unknown) => e as Error & { kind?: string; hint?: string });
+    expect(err?.kind).to.equal('input');
+    expect(err?.message).to.match(/agent of edge1 .*tcp:\/\/10\.0\.0\.2:2375.*cannot reach Redis/);
+    expect(err?.hint).to.match(/redis\.url/);
   });
 });

@@ -11,6 +11,8 @@ import { dockerClient, endpointKey, isLocalEndpoint, nodeEndpoint } from '../../
 import { isLoopbackUrl } from '../../circe/runtime/docker-container.js';
 import { maskUrl } from '../../config/cluster/mask.js';
 import { defaultSources } from '../../circe/runtime/docker-image.js';
+import { demuxLogs } from '../../circe/runtime/docker.js';
+import { maskSecrets } from '../../circe/runtime/docker-progress.js';
 import { liveAgents } from '../../profilers/agent/registry.js';
 import { agentImageEntries, ensureAgentImage } from './agent-image.js';
 import {
@@ -216,4 +218,50 @@ export async function removeNodeAgents(cluster: ClusterConfig, redisUrl: string 
     }
   }));
   return lines.flat();
+}
+
+export interface HeartbeatWait {
+  /** Nodes whose heartbeat is live in Redis. */
+  live: string[];
+  /** Nodes still without one at the deadline, with the last lines their container logged (passwords masked). */
+  missing: Array<{ node: string; engine: string; state: string; logTail: string }>;
+}
+
+/**
+ * Wait until the agents of `nodes` (default: every node with a named engine) heartbeat in Redis.
+ * An agent that cannot reach Redis from its node never does: its log tail then says why.
+ */
+export async function waitForAgentHeartbeats(
+  cluster: ClusterConfig, redisUrl: string, opts: { nodes?: string[]; timeoutMs?: number } = {},
+): Promise<HeartbeatWait> {
+  const want = opts.nodes ?? agentNodes(cluster).map((n) => n.name);
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  const { connectRedis } = await import('../../circe/queue/connection.js');
+  const redis = connectRedis(redisUrl, { name: 'jupiter:agent-wait', failFast: true });
+  let live: string[] = [];
+  try {
+    for (;;) {
+      const now = new Set((await liveAgents(redis, redisKeys(cluster.redisPrefix)).catch(() => [])).map((a) => a.node));
+      live = want.filter((n) => now.has(n));
+      if (live.length === want.length || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    redis.disconnect();
+  }
+  const stack = stackId(cluster, redisUrl);
+  const missing = await Promise.all(want.filter((n) => !live.includes(n)).map(async (name) => {
+    const node = cluster.nodes.find((n) => n.name === name);
+    if (!node?.docker) return { node: name, engine: '-', state: 'no engine', logTail: '' };
+    const { key, docker } = engineOf(node);
+    try {
+      const c = docker.getContainer(agentContainerName(name, stack));
+      const info = await c.inspect();
+      const buf = (await c.logs({ stdout: true, stderr: true, tail: 6, follow: false })) as unknown as Buffer;
+      return { node: name, engine: key, state: `${info.State.Status}, ${info.RestartCount} restarts`, logTail: maskSecrets(demuxLogs(buf).combined).trim() };
+    } catch (e) {
+      return { node: name, engine: key, state: 'unknown', logTail: (e as Error).message };
+    }
+  }));
+  return { live, missing };
 }

@@ -80,7 +80,8 @@ describe('node agents start themselves on each node\'s Docker engine (real CLI, 
   it('`stack up` starts one sandboxed agent container per node on that node\'s engine', async () => {
     const t0 = Date.now();
     const r = await box!.ok(['stack', 'up'], { timeoutMs: 150_000 });
-    console.log(`      stack up (base + deps + agent image on 2 engines, 2 agents): ${Date.now() - t0} ms`);
+    console.log(`      stack up (base + deps + agent image on 2 engines, 2 agents, until both heartbeat): ${Date.now() - t0} ms`);
+    expect(r.stdout).to.include('heartbeats 2/2 agents live in Redis');
     for (const node of nodes) {
       expect(r.stdout).to.match(new RegExp(`agent +${node}: container [0-9a-f]{12} on unix://.* \\(started\\)`));
       const list = await agentContainers(engineOf(node));
@@ -170,6 +171,27 @@ describe('node agents start themselves on each node\'s Docker engine (real CLI, 
     const r = await box!.ok(['stack', 'down']);
     for (const n of nodes) expect(r.stdout).to.match(new RegExp(`removed agent container jupiter-agent-${n}-[0-9a-f]{12} \\([0-9a-f]{12}\\) of ${n}`));
     for (const n of nodes) expect(await agentContainers(engineOf(n))).to.deep.equal([]);
+  });
+
+  it('an agent that cannot start on its node: `stack up` exits 1 naming it, with its log tail (password masked)', async () => {
+    const wrong = new CliSandbox(`jupiter-node-agents-wrong-${process.pid}-`);
+    try {
+      // 192.0.2.1 (TEST-NET-1) is no address of this machine: the agent cannot listen there.
+      writeFileSync(join(wrong.cwd, 'jupiter.config.json'), JSON.stringify({
+        redis: { url: redisServer!.url },
+        nodes: [{ name: 'home', host: '127.0.0.1' }, { name: 'node1', host: '127.0.0.1', docker: `unix://${engines[0]!.socketPath}`, agent: '192.0.2.1:7070' }],
+      }));
+      const r = await wrong.run(['stack', 'up', '--agent-wait', '6'], { timeoutMs: 90_000 });
+      expect(r.code, r.stderr).to.equal(1);
+      expect(r.stderr).to.match(/no heartbeat after 6 s from the agent of node1/);
+      expect(r.stderr).to.include(engines[0]!.socketPath);
+      expect(r.stderr).to.match(/192\.0\.2\.1/);
+      expect(r.stdout + r.stderr).to.not.include(PASSWORD);
+      console.log(`      ${r.stderr.split('\n').filter((l) => !/^[✔…]/.test(l.trim())).slice(0, 6).join('\n      ')}`);
+    } finally {
+      await wrong.dispose();
+    }
+    expect(await agentContainers(engineOf('node1'))).to.deep.equal([]);
   });
 });
 

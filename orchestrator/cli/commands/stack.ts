@@ -5,7 +5,7 @@ import { renderTable } from '../../report/table.js';
 import { loadClusterConfig } from '../../../config/cluster/load.js';
 import { maskUrl } from '../../../config/cluster/mask.js';
 import { action } from '../run.js';
-import { inputError } from '../../../config/errors.js';
+import { inputError, runtimeError } from '../../../config/errors.js';
 import { isAlive, readStackState, stateDir } from '../../stack/state.js';
 
 export function register(program: Command): void {
@@ -13,14 +13,28 @@ export function register(program: Command): void {
 
   stack
     .command('up')
-    .description('start the private Redis, the hub (MQTT broker, telemetry, dashboard) and local agents')
-    .action(action(async () => {
+    .description('start the private Redis, the hub (MQTT broker, telemetry, dashboard) and the node agents')
+    .option('--agent-wait <seconds>', 'wait this long for the heartbeats of agents on named engines (0 = do not wait)', '30')
+    .action(action(async (flags: { agentWait: string }) => {
+      const waitSec = Number(flags.agentWait);
+      if (!Number.isFinite(waitSec) || waitSec < 0) throw inputError(`--agent-wait must be a number of seconds, got ${JSON.stringify(flags.agentWait)}`, { hint: 'for example --agent-wait 30' });
       const [cluster, { ensureStack }, { createProgress }] = await Promise.all([
         loadClusterConfig(), import('../../stack/embedded.js'), import('../../progress.js'),
       ]);
       const ep = await ensureStack(cluster, createProgress());
       process.stdout.write(`redis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
       for (const a of ep.agents) process.stdout.write(`agent      ${a.node}: container ${a.container} on ${a.engine} (${a.action}), listens on ${a.listen}\n`);
+      if (ep.agents.length > 0 && waitSec > 0) {
+        const { waitForAgentHeartbeats } = await import('../../stack/node-agents.js');
+        const w = await waitForAgentHeartbeats(cluster, ep.redisUrl, { timeoutMs: waitSec * 1000 });
+        process.stdout.write(`heartbeats ${w.live.length}/${ep.agents.length} agents live in Redis\n`);
+        if (w.missing.length > 0) {
+          const why = w.missing.map((m) => `  ${m.node} on ${m.engine} (${m.state})${m.logTail ? `:\n${m.logTail.split('\n').map((l) => `    ${l}`).join('\n')}` : ''}`).join('\n');
+          throw runtimeError(`no heartbeat after ${waitSec} s from the agent of ${w.missing.map((m) => m.node).join(', ')}\n${why}`, {
+            hint: 'the agent must reach Redis from its node at the configured redis.url (and the other agents at its address); `jupiter stack status` shows them',
+          });
+        }
+      }
     }));
 
   stack

@@ -13,7 +13,7 @@ import { maskUrl } from '../../config/cluster/mask.js';
 import { defaultSources } from '../../circe/runtime/docker-image.js';
 import { demuxLogs } from '../../circe/runtime/docker.js';
 import { maskSecrets } from '../../circe/runtime/docker-progress.js';
-import { liveAgents } from '../../profilers/agent/registry.js';
+import { deregister, liveAgents, type AgentRegistration } from '../../profilers/agent/registry.js';
 import { agentImageEntries, ensureAgentImage } from './agent-image.js';
 import {
   LABEL_AGENT_CONFIG, LABEL_NODE, LABEL_ROLE, LABEL_STACK, ROLE_AGENT, agentContainerName, agentContainerOptions, agentListen, stackId,
@@ -30,6 +30,12 @@ export interface NodeAgentResult {
   /** kept = the running container already had this image and configuration. */
   action: 'started' | 'replaced' | 'kept';
   listen: string;
+  /**
+   * startedAt of the node's live registration in Redis before this call (undefined: none). A
+   * started/replaced agent is up once a registration with another startedAt appears: the old one
+   * lingers until its TTL, and comparing the agent's own stamps needs no synchronised clocks.
+   */
+  previousStartedAt?: number;
 }
 
 export interface NodeAgentStatus {
@@ -65,6 +71,19 @@ function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
       else active--;
     }
   };
+}
+
+/** The live agent registrations in Redis by node; undefined when Redis cannot be asked. */
+async function registrations(cluster: ClusterConfig, redisUrl: string): Promise<Map<string, AgentRegistration> | undefined> {
+  const { connectRedis } = await import('../../circe/queue/connection.js');
+  const redis = connectRedis(redisUrl, { name: 'jupiter:node-agents', failFast: true });
+  try {
+    return new Map((await liveAgents(redis, redisKeys(cluster.redisPrefix))).map((a) => [a.node, a]));
+  } catch {
+    return undefined;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** Nodes whose agent runs as a container on their engine. */
@@ -131,12 +150,13 @@ export async function ensureNodeAgents(
     }
     return p;
   };
+  const before = await registrations(cluster, redisUrl);
   return Promise.all(nodes.map(async (node): Promise<NodeAgentResult> => {
     const { key, docker } = engineOf(node);
     const image = await imageOn(node);
     const create = agentContainerOptions({ node, image, cluster, redisUrl, stack });
     const name = create.name as string;
-    const base = { node: node.name, engine: key, name, image, listen: agentListen(node) };
+    const base = { node: node.name, engine: key, name, image, listen: agentListen(node), previousStartedAt: before?.get(node.name)?.startedAt };
     try {
       const found = await inspectOrUndefined(docker, name);
       if (found && found.State.Status === 'running' && found.Config.Labels?.[LABEL_AGENT_CONFIG] === create.Labels?.[LABEL_AGENT_CONFIG]) {
@@ -157,18 +177,9 @@ export async function ensureNodeAgents(
 export async function nodeAgentStatus(cluster: ClusterConfig, redisUrl: string | undefined): Promise<NodeAgentStatus[]> {
   const nodes = agentNodes(cluster);
   if (nodes.length === 0) return [];
-  let live: Map<string, string> | undefined;
-  if (redisUrl) {
-    const { connectRedis } = await import('../../circe/queue/connection.js');
-    const redis = connectRedis(redisUrl, { name: 'jupiter:stack-status', failFast: true });
-    try {
-      live = new Map((await liveAgents(redis, redisKeys(cluster.redisPrefix))).map((a) => [a.node, `${a.host}:${a.port}`]));
-    } catch {
-      live = undefined; // Redis unreachable: heartbeats unknown
-    } finally {
-      redis.disconnect();
-    }
-  }
+  // Redis unreachable: heartbeats unknown.
+  const regs = redisUrl ? await registrations(cluster, redisUrl) : undefined;
+  const live = regs && new Map([...regs].map(([n, a]) => [n, `${a.host}:${a.port}`]));
   const stack = redisUrl ? stackId(cluster, redisUrl) : undefined;
   return Promise.all(nodes.map(async (node): Promise<NodeAgentStatus> => {
     const { key, docker } = engineOf(node);
@@ -197,6 +208,18 @@ async function listAgentContainers(docker: Docker, node: string, stack: string |
   return docker.listContainers({ all: true, filters: { label } });
 }
 
+async function forget(cluster: ClusterConfig, redisUrl: string, node: string): Promise<void> {
+  const { connectRedis } = await import('../../circe/queue/connection.js');
+  const redis = connectRedis(redisUrl, { name: 'jupiter:node-agents', failFast: true });
+  try {
+    await deregister(redis, redisKeys(cluster.redisPrefix), node);
+  } catch {
+    // Redis gone too: the key expires by itself
+  } finally {
+    redis.disconnect();
+  }
+}
+
 /**
  * Remove the agent containers of every node with a named engine; returns one line per container
  * removed or engine that could not be reached. Without a Redis URL (the deployment cannot be told
@@ -209,7 +232,9 @@ export async function removeNodeAgents(cluster: ClusterConfig, redisUrl: string 
     try {
       const out: string[] = [];
       for (const c of await listAgentContainers(docker, node.name, stack)) {
+        // Removal kills the agent (no clean exit): its registration goes with it, not a TTL later.
         await docker.getContainer(c.Id).remove({ force: true });
+        if (redisUrl) await forget(cluster, redisUrl, node.name);
         out.push(`removed agent container ${c.Names[0]?.replace(/^\//, '') ?? ''} (${c.Id.slice(0, 12)}) of ${node.name} from ${key}`);
       }
       return out;
@@ -232,22 +257,18 @@ export interface HeartbeatWait {
  * An agent that cannot reach Redis from its node never does: its log tail then says why.
  */
 export async function waitForAgentHeartbeats(
-  cluster: ClusterConfig, redisUrl: string, opts: { nodes?: string[]; timeoutMs?: number } = {},
+  cluster: ClusterConfig, redisUrl: string, opts: { nodes?: string[]; timeoutMs?: number; started?: NodeAgentResult[] } = {},
 ): Promise<HeartbeatWait> {
-  const want = opts.nodes ?? agentNodes(cluster).map((n) => n.name);
+  const want = opts.nodes ?? opts.started?.map((a) => a.node) ?? agentNodes(cluster).map((n) => n.name);
+  // For agents this call's caller (re)started: a registration older than the start does not count.
+  const stale = new Map((opts.started ?? []).filter((a) => a.action !== 'kept' && a.previousStartedAt !== undefined).map((a) => [a.node, a.previousStartedAt]));
   const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
-  const { connectRedis } = await import('../../circe/queue/connection.js');
-  const redis = connectRedis(redisUrl, { name: 'jupiter:agent-wait', failFast: true });
   let live: string[] = [];
-  try {
-    for (;;) {
-      const now = new Set((await liveAgents(redis, redisKeys(cluster.redisPrefix)).catch(() => [])).map((a) => a.node));
-      live = want.filter((n) => now.has(n));
-      if (live.length === want.length || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    redis.disconnect();
+  for (;;) {
+    const now = (await registrations(cluster, redisUrl)) ?? new Map<string, AgentRegistration>();
+    live = want.filter((n) => now.has(n) && now.get(n)!.startedAt !== stale.get(n));
+    if (live.length === want.length || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 250));
   }
   const stack = stackId(cluster, redisUrl);
   const missing = await Promise.all(want.filter((n) => !live.includes(n)).map(async (name) => {

@@ -4,7 +4,7 @@
 // profile; the restart policy brings a killed agent back; `deploy` restarts a missing one;
 // `stack status` lists them; `stack down` leaves no container behind.
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
@@ -12,6 +12,7 @@ import type { Redis } from 'ioredis';
 import type { TestDockerd } from '../support/dockerd.js';
 import { startDockerdsOrSkip } from '../support/docker-suite.js';
 import { CliSandbox } from '../support/faults.js';
+import { appsDir } from '../support/paths.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { freePort } from '../../orchestrator/stack/free-port.js';
 import { connectRedis } from '../../circe/queue/connection.js';
@@ -152,6 +153,13 @@ describe('node agents start themselves on each node\'s Docker engine (real CLI, 
     // The execution profiler inside each agent container ran the app's tasks (the app comes from the image).
     for (const n of nodes) expect((await redis!.keys(`jupiter:exec:dummy:${n}:*`)).length, n).to.be.greaterThan(0);
     await box!.ok(['teardown', 'dummy']);
+  });
+
+  it('an app outside the checkout\'s apps/: the containerised agents say they do not have it', async () => {
+    cpSync(join(appsDir, 'dummy'), join(box!.cwd, 'outoftree'), { recursive: true });
+    const r = await box!.run(['profile', 'exec', './outoftree', '--timeout', '30']);
+    expect(r.code, r.stderr).to.equal(1);
+    expect(r.stdout).to.match(/node1: app outoftree is not on this node .*the apps of its image/);
   });
 
   it('`stack status` shows each node\'s agent: engine, container, state, live heartbeat', async () => {

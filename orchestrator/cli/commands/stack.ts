@@ -26,7 +26,7 @@ export function register(program: Command): void {
       for (const a of ep.agents) process.stdout.write(`agent      ${a.node}: container ${a.container} on ${a.engine} (${a.action}), listens on ${a.listen}\n`);
       if (ep.agents.length > 0 && waitSec > 0) {
         const { waitForAgentHeartbeats } = await import('../../stack/node-agents.js');
-        const w = await waitForAgentHeartbeats(cluster, ep.redisUrl, { timeoutMs: waitSec * 1000 });
+        const w = await waitForAgentHeartbeats(cluster, ep.redisUrl, { timeoutMs: waitSec * 1000, started: ep.agents });
         process.stdout.write(`heartbeats ${w.live.length}/${ep.agents.length} agents live in Redis\n`);
         if (w.missing.length > 0) {
           const why = w.missing.map((m) => `  ${m.node} on ${m.engine} (${m.state})${m.logTail ? `:\n${m.logTail.split('\n').map((l) => `    ${l}`).join('\n')}` : ''}`).join('\n');

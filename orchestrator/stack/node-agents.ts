@@ -3,6 +3,11 @@
 // container of this deployment runs there; `stack status` shows them with their Redis heartbeat;
 // `stack down` removes them. No one has to log in to a machine to start `jupiter agent`.
 // Nodes without a named engine keep the embedded default's local agent processes (embedded.ts).
+//
+// Use (what `stack up` does; the testbed uses the same path):
+//   const started = await ensureNodeAgents(cluster, redisUrl);           // idempotent
+//   const w = await waitForAgentHeartbeats(cluster, redisUrl, { started, timeoutMs: 30_000 });
+//   ... nodeAgentStatus(cluster, redisUrl) ...; await removeNodeAgents(cluster, redisUrl);
 import type Docker from 'dockerode';
 import { JupiterError, inputError, runtimeError } from '../../config/errors.js';
 import type { ClusterConfig, NodeConfig } from '../../config/types.js';

@@ -45,13 +45,14 @@ describe('node agents start themselves on each node\'s Docker engine (real CLI, 
   let redisServer: RedisServer | undefined;
   let redis: Redis | undefined;
   let box: CliSandbox | undefined;
-  const redisDir = mkdtempSync(join(tmpdir(), `jupiter-agents-redis-${process.pid}-`));
+  let redisDir: string | undefined;
   const nodes = ['node1', 'node2'];
   const engineOf = (node: string): Docker => engines[nodes.indexOf(node)]!.docker;
   const live = async (): Promise<string[]> => (await liveAgents(redis!, redisKeys('jupiter:'))).map((a) => a.node);
 
   before(async function () {
     engines = await startDockerdsOrSkip(this, [{ useExisting: false }, { useExisting: false }]);
+    redisDir = mkdtempSync(join(tmpdir(), `jupiter-agents-redis-${process.pid}-`));
     redisServer = await new RedisServer({ dir: redisDir, password: PASSWORD }).start();
     redis = connectRedis(redisServer.url);
     box = new CliSandbox(`jupiter-node-agents-${process.pid}-`);
@@ -75,7 +76,7 @@ describe('node agents start themselves on each node\'s Docker engine (real CLI, 
     redis?.disconnect();
     await redisServer?.stop();
     await Promise.all(engines.map((e) => e.stop()));
-    rmSync(redisDir, { recursive: true, force: true });
+    if (redisDir) rmSync(redisDir, { recursive: true, force: true });
   });
 
   it('`stack up` starts one sandboxed agent container per node on that node\'s engine', async () => {
@@ -204,7 +205,10 @@ describe('node agents start themselves on each node\'s Docker engine (real CLI, 
 });
 
 describe('node agents: container options and configuration checks (no engine needed)', () => {
-  const dir = mkdtempSync(join(tmpdir(), `jupiter-agents-conf-${process.pid}-`));
+  let dir = '';
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), `jupiter-agents-conf-${process.pid}-`));
+  });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   async function cluster(redisUrl: string, docker: string): Promise<Awaited<ReturnType<typeof loadClusterConfig>>> {

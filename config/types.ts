@@ -77,6 +77,11 @@ export interface NodeConfig {
   host: string;
   /** Docker engine of this node (docker runtime). */
   docker?: DockerEndpoint;
+  /**
+   * true when the configuration names this node's engine (nodes[].docker): `stack up` and `deploy`
+   * then start its agent as a container there (orchestrator/stack/node-agents.ts).
+   */
+  agentOnEngine?: boolean;
   /** Where this node's agent listens for probes: host:port. */
   agent?: { host: string; port: number };
 }

@@ -20,18 +20,18 @@ import { followProgress } from './docker-progress.js';
 import { DEFAULT_BASE_IMAGE, RUNNER_UID, ensureBaseImage } from './docker-base.js';
 
 /** Bumped when the layout of the app/deps images changes. */
-const IMAGE_FORMAT = '1';
+export const IMAGE_FORMAT = '1';
 export const LABEL_IMAGE_APP = 'jupiter.image.app';
 export const LABEL_IMAGE_HASH = 'jupiter.image.hash';
 export const LABEL_IMAGE_KIND = 'jupiter.image.kind';
 /** Folders of dist/ a runner needs (circe/ depends on config/ only: lint-enforced). */
 const DIST_FOLDERS = ['config', 'circe'];
-const DIST_EXT = /\.(js|mjs|cjs|json)$/;
+export const DIST_EXT = /\.(js|mjs|cjs|json)$/;
 /** The engine-side code itself: runners never drive Docker (and it would pull dockerode in). */
-const NOT_IN_IMAGE = /\/circe\/runtime\/docker[^/]*\.js$/;
+export const NOT_IN_IMAGE = /\/circe\/runtime\/docker[^/]*\.js$/;
 /** Files of dependencies a runner never reads. */
 const DEPS_SKIP = /(\.d\.[cm]?ts|\.map|\.md|\.markdown|\.ts)$/i;
-const APP_SKIP = new Set(['node_modules', '__pycache__', '.git', '.venv']);
+export const APP_SKIP = new Set(['node_modules', '__pycache__', '.git', '.venv']);
 
 export interface ImageSources {
   /** Project root (holds package.json and node_modules). */
@@ -52,7 +52,7 @@ function fileMode(mode: number): number {
 }
 
 /** Files below dir as tar entries under `prefix`; symlinks to files are copied as files. */
-function walk(dir: string, prefix: string, out: TarEntry[], keep: (rel: string, isDir: boolean) => boolean): void {
+export function walk(dir: string, prefix: string, out: TarEntry[], keep: (rel: string, isDir: boolean) => boolean): void {
   for (const name of readdirSync(dir).sort()) {
     const full = join(dir, name);
     const rel = `${prefix}/${name}`;
@@ -140,7 +140,7 @@ export function productionPackages(root: string, roots?: string[]): Array<{ path
   }).sort((a, b) => a.path.localeCompare(b.path));
 }
 
-function dependencyEntries(root: string, packages: Array<{ path: string }>): TarEntry[] {
+export function dependencyEntries(root: string, packages: Array<{ path: string }>): TarEntry[] {
   const out: TarEntry[] = [];
   for (const { path } of packages) {
     // Nested node_modules folders are packages of their own in the list.
@@ -149,7 +149,7 @@ function dependencyEntries(root: string, packages: Array<{ path: string }>): Tar
   return out;
 }
 
-async function imageExists(docker: Docker, name: string): Promise<{ Id: string; Config?: { Labels?: Record<string, string> } } | undefined> {
+export async function imageExists(docker: Docker, name: string): Promise<{ Id: string; Config?: { Labels?: Record<string, string> } } | undefined> {
   try {
     return (await docker.getImage(name).inspect()) as { Id: string; Config?: { Labels?: Record<string, string> } };
   } catch (e) {
@@ -158,7 +158,7 @@ async function imageExists(docker: Docker, name: string): Promise<{ Id: string; 
   }
 }
 
-async function build(
+export async function build(
   docker: Docker, tag: string, dockerfile: string, entries: TarEntry[], labels: Record<string, string>,
   onProgress: (msg: string) => void,
 ): Promise<void> {
@@ -170,7 +170,7 @@ async function build(
 }
 
 /** Short content hash used in tags. */
-function shortHash(h: ReturnType<typeof createHash>): string {
+export function shortHash(h: ReturnType<typeof createHash>): string {
   return h.digest('hex').slice(0, 16);
 }
 

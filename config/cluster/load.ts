@@ -153,6 +153,7 @@ async function buildNodes(file: ClusterConfigFile | undefined, text: string, jso
       const ep = parseDockerEndpoint(e.docker, tls);
       if (typeof ep === 'string') throw inputError(`docker endpoint of ${e.name}: ${ep}`, { file: jsonShown, line, hint: 'unix:///var/run/docker.sock, tcp://host:2376 with "tls", or ssh://user@host' });
       node.docker = ep;
+      node.agentOnEngine = true;
     }
     if (e.agent) {
       const hp = parseHostPort(e.agent);

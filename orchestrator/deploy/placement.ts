@@ -55,6 +55,7 @@ export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOp
       onReply: (r) => exec.update(`${r.node} done`),
     });
     exec.done(res.missing.length ? `no answer from ${res.missing.join(', ')}` : `${res.replies.length} nodes`);
+    for (const r of res.replies) if (r.error) progress.info(`  ${r.node}: ${r.error} (the mapper uses default task times there)`);
     snap = await readProfiles(redis, { prefix: opts.prefix });
   }
   return snap;

@@ -13,6 +13,7 @@ import { freePort } from './free-port.js';
 import { RedisServer, waitForRedis } from './redis-server.js';
 import { isAlive, readStackState, stateDir, writeStackState, type StackState } from './state.js';
 import { spawnDetached } from './detached.js';
+import { agentNodes, ensureNodeAgents, removeNodeAgents, type NodeAgentResult } from './node-agents.js';
 
 import type { StackEndpoints } from './endpoints.js';
 
@@ -78,7 +79,8 @@ async function ensureHub(dir: string, cluster: ClusterConfig, redisUrl: string, 
 
 async function ensureAgents(dir: string, cluster: ClusterConfig, redisUrl: string, state: StackState, progress: Progress): Promise<boolean> {
   state.agents ??= {};
-  const missing = cluster.nodes.filter((n) => !isAlive(state.agents?.[n.name]?.pid));
+  // Nodes whose engine the configuration names get an agent container instead (node-agents.ts).
+  const missing = cluster.nodes.filter((n) => !n.agentOnEngine && !isAlive(state.agents?.[n.name]?.pid));
   if (missing.length === 0) return false;
   await withStep(progress, `Starting ${missing.length} local agent(s)`, async () => {
     for (const node of missing) {
@@ -92,8 +94,11 @@ async function ensureAgents(dir: string, cluster: ClusterConfig, redisUrl: strin
   return true;
 }
 
-/** Make sure the services this cluster configuration needs are up; returns where they are. */
-export async function ensureStack(cluster: ClusterConfig, progress: Progress): Promise<StackEndpoints> {
+/**
+ * Make sure the services this cluster configuration needs are up; returns where they are, and the
+ * agent containers of the nodes whose engine the configuration names (started, replaced or kept).
+ */
+export async function ensureStack(cluster: ClusterConfig, progress: Progress): Promise<StackEndpoints & { agents: NodeAgentResult[] }> {
   const dir = stateDir(cluster.stateDir);
   const state = readStackState(dir);
   let started = false;
@@ -111,12 +116,33 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
     started = (await ensureAgents(dir, cluster, redisUrl, state, progress)) || started;
     writeStackState(dir, state);
   }
+  let agents: NodeAgentResult[] = [];
+  if (agentNodes(cluster).length > 0) {
+    // A local agent process left from before the node's engine was named would register the same node.
+    for (const n of agentNodes(cluster)) {
+      const old = state.agents?.[n.name];
+      if (old) {
+        await stopPid(old.pid);
+        delete state.agents![n.name];
+        writeStackState(dir, state);
+      }
+    }
+    const url = redisUrl;
+    agents = await withStep(progress, 'Node agents on their Docker engines', async (step) => {
+      const r = await ensureNodeAgents(cluster, url, { onProgress: (m) => step.update(m) });
+      const counts = ['started', 'replaced', 'kept'].map((a) => [a, r.filter((x) => x.action === a).length] as const).filter(([, n]) => n > 0);
+      step.update(counts.map(([a, n]) => `${n} ${a}`).join(', '));
+      return r;
+    });
+    started = agents.some((a) => a.action !== 'kept') || started;
+  }
   return {
     redisUrl,
     mqttUrl: state.hub?.mqttUrl,
     mqttWsUrl: state.hub?.mqttWsUrl || undefined,
     dashboardUrl: state.hub?.httpUrl,
     started,
+    agents,
   };
 }
 
@@ -173,6 +199,7 @@ export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
       });
     }
   }
+  stopped.push(...(await removeNodeAgents(cluster, cluster.redisUrl ?? state.redis?.url)));
   for (const [node, agent] of Object.entries(state.agents ?? {})) {
     if (isAlive(agent.pid)) stopped.push(`stopped agent ${node} (pid ${agent.pid})`);
     await stopPid(agent.pid);

@@ -25,7 +25,12 @@ export const handleExecProfile: MessageHandler = async (raw, ctx) => {
   const msg = raw as unknown as ExecProfileRequest;
   let body: ExecProfileReply;
   try {
-    const app: AppSpec = await loadApp(existsSync(msg.appDir) ? msg.appDir : msg.app);
+    const here = existsSync(msg.appDir);
+    const app: AppSpec = await loadApp(here ? msg.appDir : msg.app).catch((e: unknown) => {
+      if (here) throw e;
+      // Typically an agent in a container: it has the apps of its image (the deploying checkout's apps/).
+      throw new Error(`app ${msg.app} is not on this node (no folder ${msg.appDir} here, and ${(e as Error).message}); an agent in a container profiles only the apps of its image (the checkout's apps/)`);
+    });
     ctx.log(`execution profiling of ${app.name} requested`);
     const result = await profileApp(app, ctx.node, { log: ctx.log });
     if (result.profiles.length > 0) {

@@ -65,8 +65,11 @@ describe('loadClusterConfig', () => {
     expect(c.nodes[0]).to.deep.equal({
       name: 'node2', host: 'edge2', agent: { host: 'edge2', port: 7070 },
       docker: { kind: 'tcp', host: 'edge2', port: 2376, tls: { ca: join(tmp, 'certs', 'ca.pem') } },
+      agentOnEngine: true,
     });
-    expect(c.nodes[1]).to.deep.equal({ name: 'node3', host: '10.0.0.33', docker: { kind: 'ssh', host: '10.0.0.33', username: 'jupiter' } });
+    // A named engine: `stack up`/`deploy` start the node's agent there (orchestrator/stack/node-agents.ts).
+    expect(c.nodes[1]).to.deep.equal({ name: 'node3', host: '10.0.0.33', docker: { kind: 'ssh', host: '10.0.0.33', username: 'jupiter' }, agentOnEngine: true });
+    expect(c.home.agentOnEngine).to.equal(undefined);
     expect(JSON.stringify(c)).to.not.include('PASSWORD');
   });
 

@@ -5,7 +5,7 @@ import { renderTable } from '../../report/table.js';
 import { loadClusterConfig } from '../../../config/cluster/load.js';
 import { maskUrl } from '../../../config/cluster/mask.js';
 import { action } from '../run.js';
-import { inputError } from '../../../config/errors.js';
+import { inputError, runtimeError } from '../../../config/errors.js';
 import { isAlive, readStackState, stateDir } from '../../stack/state.js';
 
 /** Which state folder a command uses, and why (a configuration elsewhere has its own). */
@@ -14,17 +14,32 @@ function stateFolderLine(cluster: { stateDir: string; stateDirOrigin?: string })
 }
 
 export function register(program: Command): void {
-  const stack = program.command('stack').description('start, stop or show the private services of the embedded default');
+  const stack = program.command('stack').description('start, stop or show the private services of the embedded default, and the node agents on their engines');
 
   stack
     .command('up')
-    .description('start the private Redis, the hub (MQTT broker, telemetry, dashboard) and local agents')
-    .action(action(async () => {
+    .description('start the private Redis, the hub (MQTT broker, telemetry, dashboard) and the node agents')
+    .option('--agent-wait <seconds>', 'wait this long for the heartbeats of agents on named engines (0 = do not wait)', '30')
+    .action(action(async (flags: { agentWait: string }) => {
+      const waitSec = Number(flags.agentWait);
+      if (!Number.isFinite(waitSec) || waitSec < 0) throw inputError(`--agent-wait must be a number of seconds, got ${JSON.stringify(flags.agentWait)}`, { hint: 'for example --agent-wait 30' });
       const [cluster, { ensureStack }, { createProgress }] = await Promise.all([
         loadClusterConfig(), import('../../stack/embedded.js'), import('../../progress.js'),
       ]);
       const ep = await ensureStack(cluster, createProgress());
       process.stdout.write(`${stateFolderLine(cluster)}\nredis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
+      for (const a of ep.agents) process.stdout.write(`agent      ${a.node}: container ${a.container} on ${a.engine} (${a.action}), listens on ${a.listen}\n`);
+      if (ep.agents.length > 0 && waitSec > 0) {
+        const { waitForAgentHeartbeats } = await import('../../stack/node-agents.js');
+        const w = await waitForAgentHeartbeats(cluster, ep.redisUrl, { timeoutMs: waitSec * 1000, started: ep.agents });
+        process.stdout.write(`heartbeats ${w.live.length}/${ep.agents.length} agents live in Redis\n`);
+        if (w.missing.length > 0) {
+          const why = w.missing.map((m) => `  ${m.node} on ${m.engine} (${m.state})${m.logTail ? `:\n${m.logTail.split('\n').map((l) => `    ${l}`).join('\n')}` : ''}`).join('\n');
+          throw runtimeError(`no heartbeat after ${waitSec} s from the agent of ${w.missing.map((m) => m.node).join(', ')}\n${why}`, {
+            hint: 'the agent must reach Redis from its node at the configured redis.url (and the other agents at its address); `jupiter stack status` shows them',
+          });
+        }
+      }
     }));
 
   stack
@@ -49,6 +64,13 @@ export function register(program: Command): void {
       row('hub', state.hub?.pid, state.hub ? `${state.hub.httpUrl}  mqtt ${state.hub.mqttUrl}` : '-');
       for (const [node, a] of Object.entries(state.agents ?? {})) row(`agent ${node}`, a.pid, a.listen);
       process.stdout.write(`${renderTable(['service', 'pid', 'state', 'address'], rows)}\n${stateFolderLine(cluster)}\n`);
+      const { nodeAgentStatus } = await import('../../stack/node-agents.js');
+      const agents = await nodeAgentStatus(cluster, cluster.redisUrl ?? (state.redis && isAlive(state.redis.pid) ? state.redis.url : undefined));
+      if (agents.length > 0) {
+        const heart = (h: boolean | undefined): string => (h === undefined ? 'unknown' : h ? 'live' : 'none');
+        process.stdout.write(`\nNode agents on their Docker engines\n${renderTable(['node', 'engine', 'container', 'state', 'restarts', 'heartbeat', 'address'],
+          agents.map((a) => [a.node, a.engine, a.container ?? '-', a.error ? `${a.state}: ${a.error}` : a.state, a.restarts ?? '-', heart(a.heartbeat), a.address ?? '-']))}\n`);
+      }
     }));
 
   stack

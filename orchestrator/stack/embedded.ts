@@ -13,6 +13,7 @@ import { freePort } from './free-port.js';
 import { RedisServer, waitForRedis } from './redis-server.js';
 import { isAlive, readStackState, stateDir, writeStackState, type StackState } from './state.js';
 import { spawnDetached } from './detached.js';
+import { ensurePrivateEngine, stopPrivateEngine, usePrivateEngine } from './dockerd.js';
 
 import type { StackEndpoints } from './endpoints.js';
 
@@ -105,6 +106,9 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
   } else {
     await waitForRedis(redisUrl, 5000);
   }
+  // Before the hub, so that its reconciler already sees the private engine.
+  started = (await ensurePrivateEngine(cluster, dir, state, progress)) || started;
+  writeStackState(dir, state);
   started = (await ensureHub(dir, cluster, redisUrl, state, progress)) || started;
   writeStackState(dir, state);
   if (cluster.embedded) {
@@ -155,6 +159,7 @@ export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
   const dir = stateDir(cluster.stateDir);
   const state = readStackState(dir);
   const stopped: string[] = [];
+  usePrivateEngine(cluster, state);
   // Apps still deployed on this Redis go first: their runners would otherwise retry a Redis
   // that is gone, forever.
   if (state.redis && isAlive(state.redis.pid)) stopped.push(...(await teardownAll(cluster, state.redis.url)));
@@ -166,6 +171,7 @@ export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
     if (isAlive(state.hub.pid)) stopped.push(`stopped hub (pid ${state.hub.pid})`);
     await stopPid(state.hub.pid);
   }
+  stopped.push(...(await stopPrivateEngine(dir, state)));
   if (state.redis) {
     if (isAlive(state.redis.pid)) stopped.push(`stopped redis-server (pid ${state.redis.pid})`);
     await stopPid(state.redis.pid, 10_000);

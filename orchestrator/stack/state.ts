@@ -11,6 +11,8 @@ export interface StackState {
   redis?: ServiceState & { url: string; port: number };
   hub?: ServiceState & { mqttUrl: string; mqttWsUrl: string; httpUrl: string };
   agents?: Record<string, ServiceState & { listen: string }>;
+  /** The private Docker engine (docker runtime with no engine reachable: see dockerd.ts). */
+  dockerd?: ServiceState & { socket: string; execRoot: string };
 }
 
 export function stateDir(dir: string): string {

@@ -43,6 +43,7 @@ export function register(program: Command): void {
       row('redis', state.redis?.pid, state.redis ? maskUrl(state.redis.url) : '-');
       row('hub', state.hub?.pid, state.hub ? `${state.hub.httpUrl}  mqtt ${state.hub.mqttUrl}` : '-');
       for (const [node, a] of Object.entries(state.agents ?? {})) row(`agent ${node}`, a.pid, a.listen);
+      if (state.dockerd) row('dockerd', state.dockerd.pid, `unix://${state.dockerd.socket}`);
       process.stdout.write(`${renderTable(['service', 'pid', 'state', 'address'], rows)}\n`);
     }));
 
@@ -56,7 +57,11 @@ export function register(program: Command): void {
     .action(action(async (opts: { redis?: string; httpPort: string; mqttPort?: string; wsPort?: string }) => {
       const redisUrl = opts.redis ?? process.env.JUPITER_HUB_REDIS_URL;
       if (!redisUrl) throw inputError('the hub needs a Redis URL', { hint: 'set JUPITER_HUB_REDIS_URL (or pass --redis)' });
-      const [cluster, { runHub }] = await Promise.all([loadClusterConfig(), import('../../stack/hub.js')]);
+      const [cluster, { runHub }, { usePrivateEngine }] = await Promise.all([
+        loadClusterConfig(), import('../../stack/hub.js'), import('../../stack/dockerd.js'),
+      ]);
+      // The reconciler restarts containers on the stack's private engine, when it runs one.
+      usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));
       await runHub({
         cluster,
         redisUrl,

@@ -19,6 +19,10 @@ import type { StackEndpoints } from './endpoints.js';
 
 /** Environment variable that hands the hub its Redis URL (kept out of the process list). */
 export const HUB_REDIS_ENV = 'JUPITER_HUB_REDIS_URL';
+/** Environment variables with the login the hub's embedded broker requires (also out of the process list). */
+export const HUB_MQTT_USERNAME_ENV = 'JUPITER_HUB_MQTT_USERNAME';
+export const HUB_MQTT_PASSWORD_ENV = 'JUPITER_HUB_MQTT_PASSWORD';
+const HUB_MQTT_USERNAME = 'jupiter';
 
 async function ensureRedis(dir: string, state: StackState, progress: Progress): Promise<boolean> {
   if (state.redis && isAlive(state.redis.pid)) {
@@ -62,7 +66,13 @@ async function ensureHub(dir: string, cluster: ClusterConfig, redisUrl: string, 
     if (!cluster.mqtt.url) args.push('--mqtt-port', String(mqttPort), '--ws-port', String(wsPort));
     // The URL (maybe with a password) goes through the environment: any local user can read a
     // process's arguments (ps, /proc/<pid>/cmdline), only its owner its environment.
-    const pid = spawnDetached(dir, 'hub', args, { [HUB_REDIS_ENV]: redisUrl });
+    // The embedded broker takes no anonymous clients: like the private Redis, a fresh random
+    // password, kept in stack.json (0600) for our own clients (hub bridge, dashboard, viz).
+    const login = cluster.mqtt.url ? undefined : { username: HUB_MQTT_USERNAME, password: randomBytes(18).toString('hex') };
+    const pid = spawnDetached(dir, 'hub', args, {
+      [HUB_REDIS_ENV]: redisUrl,
+      ...(login ? { [HUB_MQTT_USERNAME_ENV]: login.username, [HUB_MQTT_PASSWORD_ENV]: login.password } : {}),
+    });
     const httpUrl = `http://127.0.0.1:${httpPort}`;
     await waitHttp(`${httpUrl}/healthz`, 15_000);
     state.hub = {
@@ -71,6 +81,7 @@ async function ensureHub(dir: string, cluster: ClusterConfig, redisUrl: string, 
       httpUrl,
       mqttUrl: cluster.mqtt.url ?? `mqtt://127.0.0.1:${mqttPort}`,
       mqttWsUrl: cluster.mqtt.url ? '' : `ws://127.0.0.1:${wsPort}`,
+      ...(login ? { mqttUsername: login.username, mqttPassword: login.password } : {}),
     };
     step.update(httpUrl);
   });
@@ -119,6 +130,8 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
     redisUrl,
     mqttUrl: state.hub?.mqttUrl,
     mqttWsUrl: state.hub?.mqttWsUrl || undefined,
+    mqttUsername: state.hub?.mqttUsername,
+    mqttPassword: state.hub?.mqttPassword,
     dashboardUrl: state.hub?.httpUrl,
     started,
   };

@@ -19,7 +19,8 @@ export function register(program: Command): void {
         loadClusterConfig(), import('../../stack/embedded.js'), import('../../progress.js'),
       ]);
       const ep = await ensureStack(cluster, createProgress());
-      process.stdout.write(`redis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
+      const login = ep.mqttPassword ? `  (user ${ep.mqttUsername}, password in ${stateDir(cluster.stateDir)}/stack.json)` : '';
+      process.stdout.write(`redis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}${login}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
     }));
 
   stack
@@ -60,6 +61,10 @@ export function register(program: Command): void {
       const [cluster, { runHub }, { usePrivateEngine }] = await Promise.all([
         loadClusterConfig(), import('../../stack/hub.js'), import('../../stack/dockerd.js'),
       ]);
+      // The broker's login, then out of the environment the runners the reconciler starts inherit.
+      const password = process.env.JUPITER_HUB_MQTT_PASSWORD;
+      const mqttLogin = password ? { username: process.env.JUPITER_HUB_MQTT_USERNAME ?? 'jupiter', password } : undefined;
+      delete process.env.JUPITER_HUB_MQTT_PASSWORD;
       // The reconciler restarts containers on the stack's private engine, when it runs one.
       usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));
       await runHub({
@@ -68,6 +73,7 @@ export function register(program: Command): void {
         httpPort: Number(opts.httpPort),
         mqttPort: opts.mqttPort ? Number(opts.mqttPort) : undefined,
         wsPort: opts.wsPort ? Number(opts.wsPort) : undefined,
+        mqttLogin,
       });
     }));
 }

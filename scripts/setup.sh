@@ -2,17 +2,21 @@
 # Idempotent set-up for a Debian machine with Node 20: system packages that are missing
 # (when apt-get is available and we are root), npm dependencies (`npm ci` from the lock file),
 # the build, and `jupiter` on the PATH. Each step prints what it does and how long it took.
-# Usage: scripts/setup.sh [--quiet] [--for-tests]
+# Usage: scripts/setup.sh [--quiet] [--for-tests] [--list]
 #   --for-tests  also the packages only the test suite uses (scripts/check.sh passes it)
+#   --list       print the Debian packages this would check for (one per line) and stop
+# JUPITER_BIN_DIR=<folder> puts the `jupiter` link there instead (default below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUIET=""
 FOR_TESTS=""
+LIST=""
 for a in "$@"; do
   case "$a" in
     --quiet) QUIET=1 ;;
     --for-tests) FOR_TESTS=1 ;;
-    *) echo "setup: unknown option $a (use --quiet, --for-tests)" >&2; exit 2 ;;
+    --list) LIST=1 ;;
+    *) echo "setup: unknown option $a (use --quiet, --for-tests, --list)" >&2; exit 2 ;;
   esac
 done
 say() { [ -n "$QUIET" ] || echo "setup: $*"; }
@@ -36,6 +40,10 @@ declare -A TEST_PKG=(
   [openssl]=openssl
   [sshd]=openssh-server
 )
+if [ -n "$LIST" ]; then
+  { printf '%s\n' "${PKG[@]}"; [ -z "$FOR_TESTS" ] || printf '%s\n' "${TEST_PKG[@]}"; } | sort -u
+  exit 0
+fi
 missing=()
 check() { # $1: command, $2: package
   if ! command -v "$1" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$1" ]; then missing+=("$2"); fi
@@ -97,7 +105,9 @@ step_done "dist/"
 bin="$(pwd)/bin/jupiter.js"
 chmod +x "$bin"
 link=""
-if [ "$(id -u)" = "0" ] && [ -d /usr/local/bin ]; then
+if [ -n "${JUPITER_BIN_DIR:-}" ]; then
+  link="$JUPITER_BIN_DIR/jupiter"
+elif [ "$(id -u)" = "0" ] && [ -d /usr/local/bin ]; then
   link=/usr/local/bin/jupiter
 elif [[ ":$PATH:" == *":$HOME/.local/bin:"* ]]; then
   mkdir -p "$HOME/.local/bin"

@@ -110,10 +110,10 @@ if [ -n "${JUPITER_BIN_DIR:-}" ]; then
 elif [ "$(id -u)" = "0" ] && [ -d /usr/local/bin ]; then
   link=/usr/local/bin/jupiter
 elif [[ ":$PATH:" == *":$HOME/.local/bin:"* ]]; then
-  mkdir -p "$HOME/.local/bin"
   link="$HOME/.local/bin/jupiter"
 fi
 if [ -n "$link" ] && { [ ! -e "$link" ] || [ -L "$link" ]; }; then
+  mkdir -p "$(dirname "$link")"
   ln -sfn "$bin" "$link"
   say "jupiter on the PATH: $link -> $bin"
 else

@@ -39,7 +39,7 @@ export function usePrivateEngine(cluster: ClusterConfig, state: StackState): voi
 async function answers(socketPath: string): Promise<boolean> {
   if (!existsSync(socketPath)) return false;
   try {
-    await new Docker({ socketPath }).ping();
+    await new Docker({ socketPath, timeout: 3000 }).ping();
     return true;
   } catch {
     return false;

@@ -6,8 +6,27 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import mqtt from 'mqtt';
+import { WebSocket } from 'ws';
+import { cliPath } from '../support/paths.js';
 import { WorkDir } from './workdir.js';
+
+/** Whether a dashboard's /live socket reports its broker feed connected (within 10 s). */
+function brokerConnected(httpUrl: string): Promise<boolean> {
+  const ws = new WebSocket(new URL('/live', httpUrl.replace(/^http/, 'ws')));
+  return new Promise<boolean>((resolve) => {
+    const done = (v: boolean): void => {
+      ws.close();
+      resolve(v);
+    };
+    ws.on('message', (d: Buffer) => {
+      for (const e of JSON.parse(d.toString()) as Array<{ status?: { broker: boolean } }>) if (e.status?.broker) done(true);
+    });
+    ws.once('error', () => done(false));
+    setTimeout(() => done(false), 10_000);
+  });
+}
 
 function onPath(bin: string): Promise<boolean> {
   return new Promise((resolve) => execFile('sh', ['-c', `command -v ${bin}`], (e) => resolve(!e)));
@@ -56,6 +75,19 @@ describe('e2e: the embedded MQTT broker requires the stack\'s login', function (
       const anon = await new Promise<{ code: number; out: string }>((r) => execFile('mosquitto_sub', ['-h', '127.0.0.1', '-p', port, '-t', 'jupiter/#', '-C', '1', '-W', '3'], (e, so, se) => r({ code: (e as { code?: number } | null)?.code ?? 0, out: `${so}${se}` })));
       expect(anon.code, anon.out).to.not.equal(0);
       expect(anon.out).to.match(/not authori[sz]ed|bad user name|refused/i);
+    }
+    // The hub's dashboard and `jupiter viz` subscribe with the login.
+    expect(await brokerConnected(hub.httpUrl), 'hub dashboard feed').to.equal(true);
+    const viz = spawn(process.execPath, [cliPath, 'viz', '--port', '0'], { cwd: w.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    viz.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<void>((r) => viz.once('exit', () => r()));
+    try {
+      for (let i = 0; i < 300 && !/Dashboard: (\S+)/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await brokerConnected(/Dashboard: (\S+)/.exec(out)![1]!), 'viz feed').to.equal(true);
+    } finally {
+      viz.kill('SIGTERM');
+      await exited;
     }
     await w.expectCli(['stack', 'down']);
   });

@@ -8,6 +8,8 @@ import type { ClusterConfig } from '../config/types.js';
 import { connectRedis } from '../circe/queue/connection.js';
 import { waitForRedis } from './stack/redis-server.js';
 import { stackEndpoints } from './stack/endpoints.js';
+import { usePrivateEngine } from './stack/dockerd.js';
+import { readStackState, stateDir } from './stack/state.js';
 
 export interface RedisTarget {
   url: string;
@@ -18,6 +20,8 @@ export interface RedisTarget {
 
 export async function resolveRedis(explicitUrl?: string): Promise<RedisTarget> {
   const cluster = await loadClusterConfig();
+  // Local nodes reach their containers on the stack's private engine, when it started one.
+  usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));
   const ep = stackEndpoints(cluster);
   const url = explicitUrl ?? cluster.redisUrl ?? ep?.redisUrl;
   if (!url) {

@@ -10,5 +10,8 @@ node bin/jupiter.js validate "apps/$APP"
 node bin/jupiter.js graph "apps/$APP" --format text
 node bin/jupiter.js deploy "$APP" --wait
 echo
-echo "The deployment keeps running: try 'node bin/jupiter.js status $APP', 'node bin/jupiter.js submit $APP apps/$APP/sample_input/*',"
-echo "then 'node bin/jupiter.js teardown $APP --stack' to remove it and stop the private services."
+# setup.sh put `jupiter` on the PATH when it could; otherwise show the form that works here.
+J=jupiter
+[ "$(command -v jupiter 2>/dev/null || true)" -ef bin/jupiter.js ] || J="node bin/jupiter.js"
+echo "The deployment keeps running: try '$J status $APP', '$J submit $APP apps/$APP/sample_input/*',"
+echo "then '$J teardown $APP --stack' to remove it and stop the private services."

@@ -38,7 +38,7 @@ function engineError(e: Engine, err: unknown, doing: string): Error {
   if (isJupiterError(err)) return err;
   const msg = maskSecrets((err as Error).message ?? String(err));
   return runtimeError(`Docker engine of node ${engineName(e)}: ${doing} failed: ${msg}`, {
-    hint: 'is dockerd running there? The endpoint comes from nodes[].docker in the cluster configuration (or DOCKER_HOST)',
+    hint: 'is dockerd running there? The endpoint comes from nodes[].docker in the cluster configuration; nodes on this machine without one use DOCKER_HOST, else the current Docker context, else unix:///var/run/docker.sock (or the private engine of the embedded stack)',
   }, err);
 }
 

@@ -16,6 +16,7 @@ import { clusterConfigSchema, type ClusterConfigFile } from '../schemas/cluster-
 import { maskUrl } from './mask.js';
 import { resolveMqttTls } from './mqtt-tls.js';
 import { parseNodesTxt, type NodeLine } from './nodes-txt.js';
+import { localDockerHost } from './local-docker.js';
 
 export const CONFIG_FILE = 'jupiter.config.json';
 export const NODES_FILE = 'nodes.txt';
@@ -99,12 +100,23 @@ function checkUrl(url: string, protocols: string[], what: string, loc: { file?: 
 const REDIS_PROTOCOLS = ['redis:', 'rediss:'];
 const MQTT_PROTOCOLS = ['mqtt:', 'mqtts:', 'ws:', 'wss:', 'tcp:', 'tls:'];
 
-function defaultNodes(): { home: NodeConfig; nodes: NodeConfig[] } {
-  const local = (name: string): NodeConfig => ({ name, host: '127.0.0.1', docker: { kind: 'socket', socketPath: DEFAULT_DOCKER_SOCKET } });
+/** The engine of nodes on this machine: DOCKER_HOST or the current Docker context, else the default socket. */
+export function localDockerEndpoint(env: NodeJS.ProcessEnv): DockerEndpoint {
+  const local = localDockerHost(env);
+  if (!local) return { kind: 'socket', socketPath: DEFAULT_DOCKER_SOCKET };
+  const ep = parseDockerEndpoint(local.url);
+  if (typeof ep === 'string') {
+    throw inputError(`${local.from} ${JSON.stringify(local.url)}: ${ep}`, { hint: 'unix:///var/run/docker.sock, tcp://host:2375 or ssh://user@host (TLS: give nodes[].docker and tls in jupiter.config.json)' });
+  }
+  return ep;
+}
+
+function defaultNodes(env: NodeJS.ProcessEnv): { home: NodeConfig; nodes: NodeConfig[] } {
+  const local = (name: string): NodeConfig => ({ name, host: '127.0.0.1', docker: localDockerEndpoint(env) });
   return { home: local(HOME), nodes: CLUSTER_DEFAULTS.localNodes.map(local) };
 }
 
-async function buildNodes(file: ClusterConfigFile | undefined, text: string, jsonShown: string, jsonDir: string, nodesTxt: NodeLine[] | undefined): Promise<{ home: NodeConfig; nodes: NodeConfig[] } | undefined> {
+async function buildNodes(file: ClusterConfigFile | undefined, text: string, jsonShown: string, jsonDir: string, nodesTxt: NodeLine[] | undefined, env: NodeJS.ProcessEnv): Promise<{ home: NodeConfig; nodes: NodeConfig[] } | undefined> {
   const entries = file?.nodes ?? [];
   if (!nodesTxt && entries.length === 0) return undefined;
   // Line of the i-th entry: where its "name" value appears after the "nodes" key.
@@ -161,7 +173,7 @@ async function buildNodes(file: ClusterConfigFile | undefined, text: string, jso
       node.agent = hp;
     }
   }
-  for (const n of list) if (!n.docker && isLoopback(n.host)) n.docker = { kind: 'socket', socketPath: DEFAULT_DOCKER_SOCKET };
+  for (const n of list) if (!n.docker && isLoopback(n.host)) n.docker = localDockerEndpoint(env);
   const [home, ...nodes] = list as [NodeConfig, ...NodeConfig[]];
   if (nodes.length === 0) {
     throw inputError('no compute nodes: only the home is listed', { file: nodesTxt ? undefined : jsonShown, line: nodesTxt ? undefined : entryLine(0), hint: 'add at least one node after the home' });
@@ -208,7 +220,7 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
     sources.push(shown);
   }
 
-  const topology = (await buildNodes(file, text, jsonShown, baseDir, nodesTxt)) ?? defaultNodes();
+  const topology = (await buildNodes(file, text, jsonShown, baseDir, nodesTxt, env)) ?? defaultNodes(env);
 
   let redisUrl = file?.redis?.url;
   if (redisUrl) checkUrl(redisUrl, REDIS_PROTOCOLS, 'redis.url', { file: jsonShown, line: lineOfPointer(text, '/redis/url') }, 'e.g. redis://10.0.0.1:6379 or rediss://user:password@host:6380');

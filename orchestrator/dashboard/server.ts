@@ -36,7 +36,8 @@ export interface DashboardOptions {
    * mqtt: null (another process's bridge publishes).
    */
   live?: FeedOptions;
-  embeddedPorts?: { port?: number; wsPort?: number; host?: string };
+  /** With username, the embedded broker refuses clients without this login. */
+  embeddedPorts?: { port?: number; wsPort?: number; host?: string; username?: string; password?: string };
   /** Passed to the bridge (intervals, app filter). */
   bridge?: Pick<BridgeOptions, 'statsIntervalMs' | 'pollIntervalMs' | 'blockMs' | 'windowSec' | 'apps'>;
   log?: (line: string) => void;
@@ -99,8 +100,8 @@ export class DashboardServer {
     let mqttOpts = this.opts.mqtt ?? undefined;
     if (this.opts.mqtt === undefined) {
       const e = this.opts.embeddedPorts ?? {};
-      this.broker = await new MqttBroker({ host: e.host, port: e.port, wsPort: e.wsPort }).start();
-      mqttOpts = { url: this.broker.tcpUrl };
+      this.broker = await new MqttBroker({ host: e.host, port: e.port, wsPort: e.wsPort, username: e.username, password: e.password }).start();
+      mqttOpts = { url: this.broker.tcpUrl, username: e.username, password: e.password };
     }
     this.bridge.useMqtt(mqttOpts);
     await this.bridge.start();

@@ -15,6 +15,8 @@ import { connectRedis } from '../../circe/queue/connection.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { runtimeFor } from '../deploy/runtimes.js';
+import { usePrivateEngine } from '../stack/dockerd.js';
+import { readStackState, stateDir } from '../stack/state.js';
 
 export interface ReconcilerOptions {
   redisUrl: string;
@@ -99,6 +101,8 @@ export class Reconciler {
     this.log(`${name}: node(s) ${lost.join(', ')} lost; moving ${Object.entries(moved).map(([t, [a, b]]) => `${t} ${a}->${b}`).join(', ')}`);
     // The new runners take back the jobs the lost ones held as they start (requeueHeldJobs).
     const runtime = runtimeFor(dep.runtime);
+    // A private engine the stack started after this hub did: local nodes' containers live there.
+    usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));
     await runtime.start(app, Object.keys(moved).map((task) => ({
       app: name, task, node: mapping[task]!, runId: dep.runId, redisUrl: this.opts.redisUrl, redisPrefix: prefix,
     })), cluster);

@@ -14,11 +14,16 @@ import { RedisServer, waitForRedis } from './redis-server.js';
 import { isAlive, readStackState, stateDir, writeStackState, type StackState } from './state.js';
 import { spawnDetached } from './detached.js';
 import { agentNodes, ensureNodeAgents, removeNodeAgents, type NodeAgentResult } from './node-agents.js';
+import { ensurePrivateEngine, stopPrivateEngine, usePrivateEngine } from './dockerd.js';
 
 import type { StackEndpoints } from './endpoints.js';
 
 /** Environment variable that hands the hub its Redis URL (kept out of the process list). */
 export const HUB_REDIS_ENV = 'JUPITER_HUB_REDIS_URL';
+/** Environment variables with the login the hub's embedded broker requires (also out of the process list). */
+export const HUB_MQTT_USERNAME_ENV = 'JUPITER_HUB_MQTT_USERNAME';
+export const HUB_MQTT_PASSWORD_ENV = 'JUPITER_HUB_MQTT_PASSWORD';
+const HUB_MQTT_USERNAME = 'jupiter';
 
 async function ensureRedis(dir: string, state: StackState, progress: Progress): Promise<boolean> {
   if (state.redis && isAlive(state.redis.pid)) {
@@ -62,7 +67,13 @@ async function ensureHub(dir: string, cluster: ClusterConfig, redisUrl: string, 
     if (!cluster.mqtt.url) args.push('--mqtt-port', String(mqttPort), '--ws-port', String(wsPort));
     // The URL (maybe with a password) goes through the environment: any local user can read a
     // process's arguments (ps, /proc/<pid>/cmdline), only its owner its environment.
-    const pid = spawnDetached(dir, 'hub', args, { [HUB_REDIS_ENV]: redisUrl });
+    // The embedded broker takes no anonymous clients: like the private Redis, a fresh random
+    // password, kept in stack.json (0600) for our own clients (hub bridge, dashboard, viz).
+    const login = cluster.mqtt.url ? undefined : { username: HUB_MQTT_USERNAME, password: randomBytes(18).toString('hex') };
+    const pid = spawnDetached(dir, 'hub', args, {
+      [HUB_REDIS_ENV]: redisUrl,
+      ...(login ? { [HUB_MQTT_USERNAME_ENV]: login.username, [HUB_MQTT_PASSWORD_ENV]: login.password } : {}),
+    });
     const httpUrl = `http://127.0.0.1:${httpPort}`;
     await waitHttp(`${httpUrl}/healthz`, 15_000);
     state.hub = {
@@ -71,6 +82,7 @@ async function ensureHub(dir: string, cluster: ClusterConfig, redisUrl: string, 
       httpUrl,
       mqttUrl: cluster.mqtt.url ?? `mqtt://127.0.0.1:${mqttPort}`,
       mqttWsUrl: cluster.mqtt.url ? '' : `ws://127.0.0.1:${wsPort}`,
+      ...(login ? { mqttUsername: login.username, mqttPassword: login.password } : {}),
     };
     step.update(httpUrl);
   });
@@ -110,6 +122,9 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
   } else {
     await waitForRedis(redisUrl, 5000);
   }
+  // Before the hub, so that its reconciler already sees the private engine.
+  started = (await ensurePrivateEngine(cluster, dir, state, progress)) || started;
+  writeStackState(dir, state);
   started = (await ensureHub(dir, cluster, redisUrl, state, progress)) || started;
   writeStackState(dir, state);
   if (cluster.embedded) {
@@ -140,6 +155,8 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
     redisUrl,
     mqttUrl: state.hub?.mqttUrl,
     mqttWsUrl: state.hub?.mqttWsUrl || undefined,
+    mqttUsername: state.hub?.mqttUsername,
+    mqttPassword: state.hub?.mqttPassword,
     dashboardUrl: state.hub?.httpUrl,
     started,
     agents,
@@ -185,6 +202,7 @@ export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
   const dir = stateDir(cluster.stateDir);
   const state = readStackState(dir);
   const stopped: string[] = [];
+  usePrivateEngine(cluster, state);
   // Apps still deployed on this Redis go first: their runners would otherwise retry a Redis
   // that is gone, forever.
   if (state.redis && isAlive(state.redis.pid)) {
@@ -208,6 +226,7 @@ export async function stopStack(cluster: ClusterConfig): Promise<string[]> {
     if (isAlive(state.hub.pid)) stopped.push(`stopped hub (pid ${state.hub.pid})`);
     await stopPid(state.hub.pid);
   }
+  stopped.push(...(await stopPrivateEngine(dir, state)));
   if (state.redis) {
     if (isAlive(state.redis.pid)) stopped.push(`stopped redis-server (pid ${state.redis.pid})`);
     await stopPid(state.redis.pid, 10_000);

@@ -7,6 +7,9 @@ export interface StackEndpoints {
   redisUrl: string;
   mqttUrl?: string;
   mqttWsUrl?: string;
+  /** Login of the embedded broker (undefined for a configured broker: its own settings apply). */
+  mqttUsername?: string;
+  mqttPassword?: string;
   dashboardUrl?: string;
   /** true when this call started something. */
   started: boolean;
@@ -22,6 +25,8 @@ export function stackEndpoints(cluster: ClusterConfig): Omit<StackEndpoints, 'st
     redisUrl,
     mqttUrl: hubUp ? state.hub!.mqttUrl : cluster.mqtt.url,
     mqttWsUrl: hubUp ? state.hub!.mqttWsUrl || undefined : undefined,
+    mqttUsername: hubUp ? state.hub!.mqttUsername : undefined,
+    mqttPassword: hubUp ? state.hub!.mqttPassword : undefined,
     dashboardUrl: hubUp ? state.hub!.httpUrl : undefined,
   };
 }

@@ -9,8 +9,11 @@ export interface ServiceState {
 
 export interface StackState {
   redis?: ServiceState & { url: string; port: number };
-  hub?: ServiceState & { mqttUrl: string; mqttWsUrl: string; httpUrl: string };
+  /** mqttUsername/mqttPassword: the login of the embedded broker (generated at start; this file is 0600). */
+  hub?: ServiceState & { mqttUrl: string; mqttWsUrl: string; httpUrl: string; mqttUsername?: string; mqttPassword?: string };
   agents?: Record<string, ServiceState & { listen: string }>;
+  /** The private Docker engine (docker runtime with no engine reachable: see dockerd.ts). */
+  dockerd?: ServiceState & { socket: string; execRoot: string };
 }
 
 export function stateDir(dir: string): string {

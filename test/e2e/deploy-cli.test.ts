@@ -119,7 +119,8 @@ describe('e2e: jupiter deploy dummy (Python, joins, both FLAG modes)', function 
     const cfg = await (await fetch(new URL('/config.json', hub.httpUrl))).json() as Record<string, unknown>;
     expect(cfg).not.to.have.property('broker');
     // a client of the embedded aedes broker gets the retained mapping and every task's last event
-    const client = await mqtt.connectAsync(hub.mqttUrl, { reconnectPeriod: 0, connectTimeout: 5000 });
+    // (with the stack's generated login: the embedded broker refuses anonymous clients, see stack-mqtt-login.test.ts)
+    const client = await mqtt.connectAsync(hub.mqttUrl, { reconnectPeriod: 0, connectTimeout: 5000, username: hub.mqttUsername, password: hub.mqttPassword });
     const got = new Map<string, Record<string, unknown>>();
     client.on('message', (topic, payload) => got.set(topic, JSON.parse(payload.toString()) as Record<string, unknown>));
     try {

@@ -10,7 +10,7 @@ import { runCli, type CliResult } from '../support/cli.js';
 
 export interface StackFile {
   redis?: { pid: number; url: string };
-  hub?: { pid: number; httpUrl: string; mqttUrl: string; mqttWsUrl: string };
+  hub?: { pid: number; httpUrl: string; mqttUrl: string; mqttWsUrl: string; mqttUsername?: string; mqttPassword?: string };
   agents?: Record<string, { pid: number }>;
 }
 

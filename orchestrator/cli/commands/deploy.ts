@@ -61,6 +61,8 @@ export function register(program: Command): void {
         out.push('', `outputs:   ${res.deployment.outputDir}`, `state:     ${res.cluster.stateDir}`);
         if (res.dashboardUrl) out.push(`dashboard: ${res.dashboardUrl}/?app=${encodeURIComponent(res.app.name)}`);
         out.push(`status:    jupiter status ${res.app.name}`, `teardown:  jupiter teardown ${res.app.name}`);
+        // The embedded stack outlives the deployment: say how to stop it too.
+        if (res.cluster.embedded) out.push(`stop all:  jupiter teardown ${res.app.name} --stack   (also stops the private Redis, hub, agents and Docker engine it started)`);
         process.stdout.write(`${out.join('\n')}\n`);
       }
       const failed = res.results?.filter((r) => r.failed || !r.done) ?? [];

@@ -27,7 +27,8 @@ export function register(program: Command): void {
         loadClusterConfig(), import('../../stack/embedded.js'), import('../../progress.js'),
       ]);
       const ep = await ensureStack(cluster, createProgress());
-      process.stdout.write(`${stateFolderLine(cluster)}\nredis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
+      const login = ep.mqttPassword ? `  (user ${ep.mqttUsername}, password in ${stateDir(cluster.stateDir)}/stack.json)` : '';
+      process.stdout.write(`${stateFolderLine(cluster)}\nredis      ${maskUrl(ep.redisUrl)}\nmqtt       ${ep.mqttUrl ?? '-'}${login}\nmqtt (ws)  ${ep.mqttWsUrl ?? '-'}\ndashboard  ${ep.dashboardUrl ?? '-'}\n`);
       for (const a of ep.agents) process.stdout.write(`agent      ${a.node}: container ${a.container} on ${a.engine} (${a.action}), listens on ${a.listen}\n`);
       if (ep.agents.length > 0 && waitSec > 0) {
         const { waitForAgentHeartbeats } = await import('../../stack/node-agents.js');
@@ -63,6 +64,7 @@ export function register(program: Command): void {
       row('redis', state.redis?.pid, state.redis ? maskUrl(state.redis.url) : '-');
       row('hub', state.hub?.pid, state.hub ? `${state.hub.httpUrl}  mqtt ${state.hub.mqttUrl}` : '-');
       for (const [node, a] of Object.entries(state.agents ?? {})) row(`agent ${node}`, a.pid, a.listen);
+      if (state.dockerd) row('dockerd', state.dockerd.pid, `unix://${state.dockerd.socket}`);
       process.stdout.write(`${renderTable(['service', 'pid', 'state', 'address'], rows)}\n${stateFolderLine(cluster)}\n`);
       const { nodeAgentStatus } = await import('../../stack/node-agents.js');
       const agents = await nodeAgentStatus(cluster, cluster.redisUrl ?? (state.redis && isAlive(state.redis.pid) ? state.redis.url : undefined));
@@ -83,13 +85,22 @@ export function register(program: Command): void {
     .action(action(async (opts: { redis?: string; httpPort: string; mqttPort?: string; wsPort?: string }) => {
       const redisUrl = opts.redis ?? process.env.JUPITER_HUB_REDIS_URL;
       if (!redisUrl) throw inputError('the hub needs a Redis URL', { hint: 'set JUPITER_HUB_REDIS_URL (or pass --redis)' });
-      const [cluster, { runHub }] = await Promise.all([loadClusterConfig(), import('../../stack/hub.js')]);
+      const [cluster, { runHub }, { usePrivateEngine }] = await Promise.all([
+        loadClusterConfig(), import('../../stack/hub.js'), import('../../stack/dockerd.js'),
+      ]);
+      // The broker's login, then out of the environment the runners the reconciler starts inherit.
+      const password = process.env.JUPITER_HUB_MQTT_PASSWORD;
+      const mqttLogin = password ? { username: process.env.JUPITER_HUB_MQTT_USERNAME ?? 'jupiter', password } : undefined;
+      delete process.env.JUPITER_HUB_MQTT_PASSWORD;
+      // The reconciler restarts containers on the stack's private engine, when it runs one.
+      usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));
       await runHub({
         cluster,
         redisUrl,
         httpPort: Number(opts.httpPort),
         mqttPort: opts.mqttPort ? Number(opts.mqttPort) : undefined,
         wsPort: opts.wsPort ? Number(opts.wsPort) : undefined,
+        mqttLogin,
       });
     }));
 }

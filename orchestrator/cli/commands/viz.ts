@@ -62,7 +62,9 @@ function vizBroker(
   const external = publisherOptionsFromCluster(cluster);
   if (ep?.dashboardUrl && ep.mqttUrl) {
     // The hub already bridges Redis to its broker: only show what it publishes (no double events).
-    return { mqtt: null, live: { ...external, url: ep.mqttUrl } };
+    // The embedded broker wants the stack's login (stack.json); a configured one its own settings.
+    const login = ep.mqttPassword ? { username: ep.mqttUsername, password: ep.mqttPassword } : {};
+    return { mqtt: null, live: { ...external, url: ep.mqttUrl, ...login } };
   }
   if (external) return { mqtt: external };
   return {}; // no broker anywhere: an embedded aedes in this process

@@ -20,7 +20,7 @@ import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import { ensureStack } from '../stack/embedded.js';
 import { gatherProfiles, place } from './placement.js';
-import { readDeployment, writeDeployment, type DeploymentRecord, type RecordedEngine } from './record.js';
+import { readDeployment, readDeploymentFile, writeDeployment, type DeploymentRecord, type RecordedEngine } from './record.js';
 import { clusterEngines } from '../../circe/runtime/docker-engine.js';
 import { mappers } from '../../mappers/index.js';
 import { homeRuntime, runtimeFor } from './runtimes.js';
@@ -128,7 +128,11 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
     return { app, cluster, files };
   });
 
-  const stack = await ensureStack(cluster, progress);
+  // A stack that cannot come up (an engine of a node unreachable for its agent) fails the deploy
+  // before anything of the app is touched: say so, naming the deployment that still runs.
+  const stack = await ensureStack(cluster, progress).catch((e: unknown) => {
+    throw failedDeployError(e, app.name, { previous: readDeploymentFile(cluster.stateDir, app.name), replaced: false, created: false, left: [] });
+  });
   progress.info(`state folder: ${cluster.stateDir}${cluster.stateDirOrigin ? ` (${cluster.stateDirOrigin})` : ''}`);
   const redis = connectRedis(stack.redisUrl, { name: 'jupiter:deploy', failFast: true });
   const prefix = cluster.redisPrefix;

@@ -240,7 +240,7 @@ export class TaskRunner {
   }
 
   private arrive(group: InHand[]): Promise<Arrival[]> {
-    return arriveGroup(this.redis, this.keys, this.opts.task, group);
+    return arriveGroup(this.redis, this.keys, this.opts.task, group, this.opts.node);
   }
 
   /**

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { inputError, runtimeError } from '../../config/errors.js';
 import { runnerEnv } from '../runner/env.js';
+import { CENTRALIZED, ensureCentralizedMountPoint, usesCentralized } from '../compat/centralized.js';
 import { isAlive } from './pid.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
 
@@ -46,6 +47,11 @@ export class ProcessRuntime implements Runtime {
     const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'runner', 'main.js');
     if (!existsSync(main)) throw runtimeError(`runner entry ${main} is missing`, { hint: 'build first: npm run build' });
     if (!existsSync(app.dir)) throw inputError(`app folder ${app.dir} does not exist`);
+    // Original Jupiter apps: checked here, so that deploy says what is missing before any runner starts.
+    if (usesCentralized(app)) {
+      ensureCentralizedMountPoint(app);
+      onProgress?.(`process runtime: ${app.name}'s scripts get a private ${CENTRALIZED} per runner (mount namespace)`);
+    }
     onProgress?.(`process runtime: runners of ${app.name} will run as local processes`);
   }
 

@@ -20,6 +20,8 @@ local function stuck_joins(item, stats, now)
   local list = redis.call('HGETALL', joins)
   if #list == 0 then return end
   redis.call('DEL', joins)
+  -- An item that already failed at a task keeps that error (the join is short because of it).
+  local failed = redis.call('HGET', item, 'failed') == '1'
   for x = 1, #list, 2 do
     local inputs = redis.call('HVALS', list[x])
     if #inputs > 0 then
@@ -40,7 +42,10 @@ local function stuck_joins(item, stats, now)
       redis.call('LPUSH', base .. 'deadletters', cjson.encode({app = meta['app'], task = meta['task'], node = meta['node'],
         item = iid, file = table.concat(names, ', '), from = table.concat(froms, ', '), error = err, attempts = 0, ts = tonumber(now)}))
       redis.call('HINCRBY', stats, 'deadlettered:' .. meta['task'], 1)
-      redis.call('HSET', item, 'failed', 1, 'stuck', 1, 'error', meta['task'] .. ': ' .. err)
+      if not failed then
+        redis.call('HSET', item, 'failed', 1, 'stuck', 1, 'error', meta['task'] .. ': ' .. err)
+        failed = true
+      end
     end
   end
 end

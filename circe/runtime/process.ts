@@ -48,11 +48,9 @@ export class ProcessRuntime implements Runtime {
     if (!existsSync(main)) throw runtimeError(`runner entry ${main} is missing`, { hint: 'build first: npm run build' });
     if (!existsSync(app.dir)) throw inputError(`app folder ${app.dir} does not exist`);
     // Original Jupiter apps: checked here, so that deploy says what is missing before any runner starts.
-    if (usesCentralized(app)) {
-      ensureCentralizedMountPoint(app);
-      onProgress?.(`process runtime: ${app.name}'s scripts get a private ${CENTRALIZED} per runner (mount namespace)`);
-    }
-    onProgress?.(`process runtime: runners of ${app.name} will run as local processes`);
+    const centralized = usesCentralized(app);
+    if (centralized) ensureCentralizedMountPoint(app);
+    onProgress?.(`process runtime: runners of ${app.name} will run as local processes${centralized ? `, each seeing its own copy of the scripts at ${CENTRALIZED} (private mount namespace)` : ''}`);
   }
 
   private async readStates(app: string, cluster: ClusterConfig): Promise<Array<{ file: string; state: RunnerState }>> {

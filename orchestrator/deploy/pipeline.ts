@@ -192,7 +192,9 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       step.update(`${handles.length} runners`);
       // Feed nothing before every runner consumes its queue: makespans then measure the DAG,
       // not the runners' start-up.
-      await waitReady(redis, appKeys(prefix, app.name).ready, [...app.dagTasks, HOME], 60_000, (n, total) => step.update(`${n}/${total} runners ready`));
+      // Runners start at once and share the cores: generated apps of the original have 50+ tasks.
+      const readyMs = Math.max(60_000, 2_000 * app.tasks.length);
+      await waitReady(redis, appKeys(prefix, app.name).ready, [...app.dagTasks, HOME], readyMs, (n, total) => step.update(`${n}/${total} runners ready`));
     });
 
     if (files.length === 0) progress.info(`no sample inputs: ${app.name} runs and waits for input (jupiter submit ${app.name} <files...>)`);

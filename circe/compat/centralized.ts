@@ -12,8 +12,8 @@
 // NODE_NAME) and run with /centralized_scheduler as working directory, their module imported
 // from there (so `__file__` is /centralized_scheduler/<task>.py, as in the original).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { inputError } from '../../config/errors.js';
 import { HOME, type AppSpec, type TaskSpec } from '../../config/types.js';
 
@@ -135,6 +135,13 @@ export function centralizedLaunch(app: AppSpec, task: TaskSpec, node: string, wo
       cmd: 'unshare',
       args: ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `mount --bind "$0" ${CENTRALIZED} && exec "$@"`, copy, cmd, ...args],
     }),
-    cleanup: () => rmSync(copy, { recursive: true, force: true }),
+    cleanup: () => {
+      rmSync(copy, { recursive: true, force: true });
+      try {
+        rmdirSync(dirname(copy)); // the shared parent, once the last copy is gone
+      } catch {
+        // another runner's copy is still there
+      }
+    },
   };
 }

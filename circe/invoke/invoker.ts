@@ -6,6 +6,8 @@ import type { AppSpec, TaskSpec } from '../../config/types.js';
 import { inputError } from '../../config/errors.js';
 import { checkOutputs } from './paths.js';
 import { PythonWorker } from './python.js';
+import { centralizedLaunch, type Launch } from '../compat/centralized.js';
+import { defaultWorkRoot } from '../runner/work-slots.js';
 
 export interface TaskInvoker {
   /** Run the task on files already in pathin; returns real output paths inside pathout. */
@@ -45,38 +47,41 @@ function asPaths(task: string, v: unknown): string[] {
 }
 
 // Python workers started ahead of createInvoker(), by task name, with their start-up.
-const prestarted = new Map<string, { worker: PythonWorker; started: Promise<void> }>();
+const prestarted = new Map<string, { worker: PythonWorker; launch?: Launch; started: Promise<void> }>();
 
 /**
  * Start a Python task's interpreter now (no-op for other tasks): it then boots and imports the
  * task's module while the runner loads its own modules and connects to Redis, instead of after.
  * createInvoker() takes this worker over and reports its start-up error, if any, as usual.
  */
-export function prestartInvoker(task: TaskSpec): void {
+export function prestartInvoker(app: AppSpec, task: TaskSpec, node: string): void {
   if (!task.isDag || task.language !== 'python' || prestarted.has(task.name)) return;
-  const worker = new PythonWorker(task.name, task.scriptFile);
-  prestarted.set(task.name, { worker, started: worker.start() });
+  const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch);
+  prestarted.set(task.name, { worker, launch, started: worker.start() });
 }
 
-async function startPython(task: TaskSpec): Promise<PythonWorker> {
+async function startPython(app: AppSpec, task: TaskSpec, node: string): Promise<{ worker: PythonWorker; launch?: Launch }> {
   const pre = prestarted.get(task.name);
   prestarted.delete(task.name);
   if (pre && pre.worker.scriptFile === task.scriptFile) {
     await pre.started;
-    return pre.worker;
+    return pre;
   }
   await pre?.worker.close();
-  const worker = new PythonWorker(task.name, task.scriptFile);
+  pre?.launch?.cleanup();
+  const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch);
   await worker.start();
-  return worker;
+  return { worker, launch };
 }
 
-export async function createInvoker(app: AppSpec, task: TaskSpec): Promise<TaskInvoker> {
+export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local'): Promise<TaskInvoker> {
   if (!task.isDag) {
     throw inputError(`task ${task.name} of app ${app.name} is a non-DAG helper; it runs once as a script (runHelper), not per item`);
   }
   if (task.language === 'python') {
-    const worker = await startPython(task);
+    const { worker, launch } = await startPython(app, task, node);
     return {
       get pid() {
         return worker.pid;
@@ -85,7 +90,7 @@ export async function createInvoker(app: AppSpec, task: TaskSpec): Promise<TaskI
         const filename = inputs.length === 1 ? inputs[0]! : inputs;
         return checkOutputs(task.name, await worker.invoke(filename, pathin, pathout), pathout);
       },
-      close: () => worker.close(),
+      close: () => worker.close().finally(() => launch?.cleanup()),
     };
   }
   if (task.language === 'javascript' || task.language === 'typescript') {

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { Launch } from '../compat/centralized.js';
 
 /** The shim ships next to this module (dist/) or in the source tree (circe/invoke/). */
 export function pyWorkerPath(): string {
@@ -38,17 +39,25 @@ export class PythonWorker {
   private readonly pending = new Map<number, Pending>();
   pid?: number;
 
-  constructor(private readonly task: string, readonly scriptFile: string, private readonly python = process.env.JUPITER_PYTHON ?? 'python3') {}
+  constructor(
+    private readonly task: string,
+    readonly scriptFile: string,
+    private readonly python = process.env.JUPITER_PYTHON ?? 'python3',
+    /** Original Jupiter apps: import from /centralized_scheduler (circe/compat/centralized.ts). */
+    private readonly launch?: Pick<Launch, 'scriptsDir' | 'env' | 'wrap'>,
+  ) {}
 
   /** Start the interpreter and import the module (errors in the module surface here). */
   start(): Promise<void> {
     if (this.ready) return this.ready;
-    const scriptsDir = dirname(resolve(this.scriptFile));
+    const scriptsDir = this.launch?.scriptsDir ?? dirname(resolve(this.scriptFile));
     const moduleName = basename(this.scriptFile).replace(/\.py$/, '');
-    const child = spawn(this.python, ['-u', pyWorkerPath(), scriptsDir, moduleName], {
-      cwd: scriptsDir,
+    const cmd = this.launch?.wrap(this.python, ['-u', pyWorkerPath(), scriptsDir, moduleName]) ?? { cmd: this.python, args: ['-u', pyWorkerPath(), scriptsDir, moduleName] };
+    const child = spawn(cmd.cmd, cmd.args, {
+      // In a private mount namespace the folder exists only once the wrapper has mounted it.
+      cwd: this.launch ? '/' : scriptsDir,
       stdio: ['pipe', 'pipe', 'inherit'],
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+      env: { ...process.env, ...this.launch?.env, PYTHONDONTWRITEBYTECODE: '1' },
     });
     this.child = child;
     this.pid = child.pid;

@@ -154,6 +154,8 @@ export interface LinkProfile {
   model?: 'quadratic' | 'linear' | 'clamped';
   /** ms since epoch of the newest probe sample behind the fit. */
   sampledAt?: number;
+  /** ms since epoch of the oldest sample behind the fit (the link's current regime starts no later). */
+  windowFrom?: number;
 }
 
 export interface ExecProfile {

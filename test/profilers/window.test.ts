@@ -1,0 +1,114 @@
+import { expect } from 'chai';
+import { fitLink, type LinkSample } from '../../profilers/network/fit.js';
+import { linkWindow } from '../../profilers/network/window.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs } from '../../profilers/network/budget.js';
+
+const KB = 1024;
+const SIZES = [1, 10, 100, 1000, 10000].map((k) => k * KB);
+/** A tbf link: the first 16 KB pass at line rate (1 GB/s), the rest at `rate` bytes/s. */
+const tbf = (rate: number) => (x: number) => 0.0002 + Math.max(0, x - 16 * KB) / rate + x / 1e9;
+const MIN = 60_000;
+
+/** Probes as the profiler takes them: bootstrap (3 rounds of every size), then one random size a minute. */
+function history(f: (x: number) => number, from: number, n: number, step = MIN, seed = 1): LinkSample[] {
+  let s = seed;
+  const rnd = () => ((s = (s * 16807) % 2147483647) / 2147483647);
+  return Array.from({ length: n }, (_, i) => {
+    const bytes = SIZES[Math.floor(rnd() * SIZES.length)]!;
+    return { bytes, seconds: f(bytes), at: from + i * step };
+  });
+}
+
+/** Store as the profiler does (capped list, newest first), cutting at detected changes; the fit after each sample. */
+function replay(samples: LinkSample[], now: (s: LinkSample) => number = (s) => s.at) {
+  let list: LinkSample[] = [];
+  const fits: Array<{ at: number; bw: number | undefined; changed: boolean }> = [];
+  for (const s of samples) {
+    list = [s, ...list].slice(0, 50);
+    const w = linkWindow(list, { now: now(s), maxAgeMs: 20 * MIN });
+    if (w.changeAt !== undefined) list = w.samples;
+    fits.push({ at: s.at, bw: fitLink(w.samples)?.bandwidthBytesPerSec, changed: w.changeAt !== undefined });
+  }
+  return fits;
+}
+
+describe('profilers: the link fit follows the network (window.ts)', () => {
+  it('reproduces the issue: without a window, 50 old fast samples outvote the new slow ones', () => {
+    const before = history(tbf(1.25e9), 0, 45);
+    const after = history(tbf(1.25e6), 45 * MIN, 5, MIN, 7);
+    const fit = fitLink([...before, ...after])!;
+    expect(fit.bandwidthBytesPerSec).to.be.greaterThan(100e6);
+  });
+
+  it('a link throttled from 10 Gbit/s to 10 Mbit/s: the fit follows within a few probes', () => {
+    const before = history(tbf(1.25e9), 0, 50);
+    const after = history(tbf(1.25e6), 50 * MIN, 12, MIN, 3);
+    const fits = replay([...before, ...after]);
+    expect(fits.slice(0, 50).some((f) => f.changed)).to.equal(false, 'no false alarm on a steady link');
+    // Random sizes only, as in steady state (the profiler also re-probes every size at once on a change).
+    const ok = fits.slice(50).findIndex((f) => f.bw !== undefined && Math.abs(f.bw / 1.25e6 - 1) < 0.25);
+    expect(ok).to.be.within(0, 8);
+    // and it stays right afterwards
+    for (const f of fits.slice(50 + ok)) if (f.bw !== undefined) expect(f.bw / 1.25e6).to.be.closeTo(1, 0.25);
+  });
+
+  it('follows the way back (un-throttled)', () => {
+    const samples = [...history(tbf(1.25e6), 0, 40), ...history(tbf(125e6), 40 * MIN, 12, MIN, 5)];
+    const fits = replay(samples);
+    const last = fits.at(-1)!;
+    expect(last.bw! / 125e6).to.be.closeTo(1, 0.25);
+  });
+
+  it('one stalled probe (a GC pause) does not cut the history', () => {
+    const samples = history(tbf(125e6), 0, 40);
+    const clean = fitLink(samples)!.bandwidthBytesPerSec;
+    const i = samples.findIndex((s, k) => k > 30 && s.bytes >= 100 * KB);
+    samples[i] = { ...samples[i]!, seconds: samples[i]!.seconds * 3 };
+    const fits = replay(samples);
+    expect(fits.filter((f) => f.changed)).to.have.length(0);
+    expect(fits.at(-1)!.bw! / clean).to.be.closeTo(1, 0.01);
+  });
+
+  it('noise on tiny probes (sub-5 ms) is never a change', () => {
+    const samples = history(tbf(125e6), 0, 40).map((s, k) => (s.bytes <= 10 * KB && k % 2 ? { ...s, seconds: s.seconds * 8 } : s));
+    expect(replay(samples).filter((f) => f.changed)).to.have.length(0);
+  });
+
+  it('a slow drift ages out: after the age limit only the recent samples count', () => {
+    const old = history(tbf(125e6), 0, 30);
+    // 30 min later, a link half as fast (not enough of a step to be a change)
+    const recent = history(tbf(70e6), 60 * MIN, 25, MIN, 9);
+    const w = linkWindow([...old, ...recent], { now: 85 * MIN, maxAgeMs: 20 * MIN });
+    expect(w.changeAt).to.equal(undefined);
+    expect(Math.min(...w.samples.map((s) => s.at))).to.be.at.least(65 * MIN);
+    expect(fitLink(w.samples)!.bandwidthBytesPerSec / 70e6).to.be.closeTo(1, 0.1);
+  });
+
+  it('keeps old samples when too few recent ones remain for a fit', () => {
+    const old = history(tbf(125e6), 0, 20);
+    const w = linkWindow(old, { now: 500 * MIN, maxAgeMs: 20 * MIN });
+    expect(w.samples).to.have.length(20);
+  });
+});
+
+describe('profilers: probe traffic budget (budget.ts)', () => {
+  it('pauses so that probe bytes stay at the budget share of capacity', () => {
+    const cap = 1.25e6; // 10 Mbit/s
+    const pause = budgetPauseMs(1e6, 0.8, cap, 0.02);
+    expect(1e6 / (0.8 + pause / 1000) / cap).to.be.closeTo(0.02, 1e-9);
+    expect(budgetPauseMs(1000, 1, cap, 0.02)).to.equal(0);
+  });
+
+  it('takes capacity from the lower of the fit and what the last probe saw', () => {
+    expect(budgetCapacity(1e9, 1e6, 1)).to.equal(1e6);
+    expect(budgetCapacity(1e5, 1e6, 1)).to.equal(1e5);
+    expect(budgetCapacity(undefined, 1e6, 0)).to.equal(1e12);
+  });
+
+  it('affords the sizes that keep the pace, else the smallest', () => {
+    const sizes = SIZES;
+    // 2% of 10 Mbit/s = 25 KB/s: in 60 s, up to 1.5 MB
+    expect(affordableSizes(sizes, 1.25e6, 0.02, 60_000)).to.deep.equal(SIZES.slice(0, 4));
+    expect(affordableSizes(sizes, 1e3, 0.02, 1000)).to.deep.equal([KB]);
+  });
+});

@@ -4,8 +4,7 @@
 // Capacity is the lower of the fitted bandwidth and the throughput the last probe saw, so a link
 // that just slowed down is not flooded while its fit catches up.
 
-/** Default share of a link's capacity that its probes may use. */
-export const DEFAULT_PROBE_BUDGET = 0.02;
+export { DEFAULT_PROBE_BUDGET } from '../../config/types.js';
 
 /** Capacity the budget is taken from: bytes/s. */
 export function budgetCapacity(fitBandwidth: number | undefined, bytes: number, seconds: number): number {

@@ -34,8 +34,8 @@ export const CHANGE_RATIO = 2;
 /** ...and differs by at least this much (timer and scheduling noise on small probes). */
 export const MIN_DEVIATION_SEC = 0.005;
 /** One sample alone is enough when it deviates this much and by STRONG_DEVIATION_SEC. */
-export const STRONG_RATIO = 10;
-export const STRONG_DEVIATION_SEC = 0.1;
+export const STRONG_RATIO = 4;
+export const STRONG_DEVIATION_SEC = 0.05;
 
 type Deviation = 'slower' | 'faster' | undefined;
 
@@ -59,9 +59,14 @@ function detectChange(newestFirst: LinkSample[]): Pick<LinkWindow, 'changeAt' | 
   if (head.length === 0) return {};
   const base = fittable(older) ? fitLink(older) : undefined;
   if (!base) return {};
-  const devs = head.map((s) => deviation(predictSeconds(base, s.bytes), s.seconds, CHANGE_RATIO, MIN_DEVIATION_SEC));
+  // Judge only sizes the base fit spans: a fit of a few small probes (just after a cut) says
+  // little about a large one, and extrapolating would raise false alarms in a loop.
+  const maxSize = Math.max(...older.map((s) => s.bytes));
+  const judge = (s: LinkSample, ratio: number, minSec: number): Deviation =>
+    s.bytes <= maxSize ? deviation(predictSeconds(base, s.bytes), s.seconds, ratio, minSec) : undefined;
+  const devs = head.map((s) => judge(s, CHANGE_RATIO, MIN_DEVIATION_SEC));
   const newest = head[0]!;
-  const strong = deviation(predictSeconds(base, newest.bytes), newest.seconds, STRONG_RATIO, STRONG_DEVIATION_SEC);
+  const strong = judge(newest, STRONG_RATIO, STRONG_DEVIATION_SEC);
   for (const dir of ['slower', 'faster'] as const) {
     const hits = head.filter((_, i) => devs[i] === dir);
     // Two of three: the oldest of the deviating ones starts the new regime. The newest counts

@@ -24,7 +24,7 @@ export function execRecordsOf(rt: Record<string, string>): ExecRecord[] {
 /** Execution records of the newest `items` items of an app. */
 export async function readExecRecords(redis: Redis, app: string, opts: { prefix?: string; items?: number } = {}): Promise<ExecRecord[]> {
   const k = appKeys(opts.prefix ?? DEFAULT_PREFIX, app);
-  const ids = await redis.zrange(k.items, -(opts.items ?? 200), -1);
+  const ids = await redis.zrange(k.items, String(-(opts.items ?? 200)), '-1');
   if (ids.length === 0) return [];
   const res = (await redis.pipeline(ids.map((id) => ['hgetall', k.rt(id)])).exec()) ?? [];
   return res.flatMap(([, v]) => execRecordsOf((v ?? {}) as Record<string, string>));

@@ -106,6 +106,9 @@ function pickSubnet(): string {
   throw new Error('no unused private /24 found for the testbed');
 }
 
+/** tbf needs a bucket of at least rate/HZ: a few ms of traffic, never under 16 KB. */
+const burstOf = (mbit: number) => `${Math.max(16, Math.ceil((mbit * 1e6) / 8 / 250 / 1024))}kb`;
+
 /** Build the testbed; on any failure it removes what it created and rethrows. */
 export function createTestbed(names: string[], links: TestbedLink[], opts: TestbedOptions = {}): Testbed {
   const prefix = opts.prefix ?? 'j';
@@ -157,7 +160,6 @@ export function createTestbed(names: string[], links: TestbedLink[], opts: Testb
       const [va, vb] = [`${tag}l${k}a`, `${tag}l${k}b`];
       ip('link', 'add', va, 'netns', na.ns, 'type', 'veth', 'peer', 'name', vb, 'netns', nb.ns);
       const [aa, ab] = [`${net}.${128 + 4 * k + 1}`, `${net}.${128 + 4 * k + 2}`];
-      // tbf needs a bucket of at least rate/HZ; a few ms of traffic, never under 16 KB.
       const burst = burstOf(l.mbit);
       for (const [ns, dev, addr, peerNode] of [[na.ns, va, aa, nb], [nb.ns, vb, ab, na]] as const) {
         inNs(ns, 'ip', 'addr', 'add', `${addr}/30`, 'dev', dev);
@@ -180,7 +182,6 @@ export function createTestbed(names: string[], links: TestbedLink[], opts: Testb
     const dev = (n: string) => (idx.get(n) === l.a ? `${tag}l${k}a` : `${tag}l${k}b`);
     return { k, l, dev };
   };
-  const burstOf = (mbit: number) => `${Math.max(16, Math.ceil((mbit * 1e6) / 8 / 250 / 1024))}kb`;
   const nsOf = (n: string) => nodes[idx.get(n)!]!.ns;
   return {
     nodes,

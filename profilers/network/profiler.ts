@@ -245,6 +245,10 @@ export class NetworkProfiler {
       await this.redis.multi().del(listKey).rpush(listKey, ...win.samples.map((s) => JSON.stringify(s))).exec();
       this.reprobe(p, sample);
       this.wake?.();
+    } else if (win.suspect && p.pending[0]?.bytes !== sample.bytes) {
+      // A lone deviating sample: probe the same size again at once (ahead of anything queued).
+      p.pending.unshift({ bytes: sample.bytes, steady: false });
+      this.wake?.();
     }
     const fit = fitLink(win.samples);
     const sizes = new Set(win.samples.map((s) => s.bytes)).size;

@@ -3,14 +3,16 @@
 // samples taken before a link was throttled outvotes the new slow ones for as long as they are
 // kept. Two rules keep the window honest, both pure functions of the samples (so an agent that
 // restarts, or any reader, comes to the same answer):
-//  - change detection: the newest samples are compared with the fit of the older ones; when two
-//    of the newest three deviate in the same direction by a factor >= CHANGE_RATIO (and by more
-//    than timer noise), or the newest one deviates by STRONG_RATIO, the link changed at the first
-//    deviating sample and everything older is dropped. A false alarm (a GC pause) heals itself:
-//    the next normal samples deviate from the alarm's fit and cut it off again;
+//  - change detection: the newest samples are compared with the older ones of the same size; when two
+//    of the newest three (the newest among them) deviate in the same direction by a factor >=
+//    CHANGE_RATIO (and by more than timer noise), the link changed at the first deviating sample
+//    and everything older is dropped. A newest sample that deviates alone makes the link
+//    `suspect`: the profiler re-probes that size at once, so one more sample confirms or clears
+//    it (a budget that only affords rare probes must not delay detection, and one GC pause must
+//    not throw the history away);
 //  - age-out: samples older than maxAgeMs are dropped as long as enough newer ones remain for a
 //    fit, so a slow drift is followed too.
-import { MIN_SAMPLES, fitLink, predictSeconds, type LinkSample } from './fit.js';
+import { MIN_SAMPLES, type LinkSample } from './fit.js';
 
 export interface WindowOptions {
   /** Samples older than this are dropped when enough newer ones remain (default 20 min). */
@@ -26,25 +28,22 @@ export interface LinkWindow {
   changeAt?: number;
   /** Direction of the detected change. */
   direction?: 'slower' | 'faster';
+  /** The newest sample deviates but nothing confirms it yet: probe that size again. */
+  suspect?: boolean;
 }
 
 export const DEFAULT_MAX_AGE_MS = 20 * 60_000;
-/** A sample deviates when observed/predicted (or its inverse) reaches this... */
+/** A sample deviates when it is this many times slower than the slowest older sample of its size (or faster than the fastest)... */
 export const CHANGE_RATIO = 2;
-/** ...and differs by at least this much (timer and scheduling noise on small probes). */
-export const MIN_DEVIATION_SEC = 0.005;
-/** One sample alone is enough when it deviates this much and by STRONG_DEVIATION_SEC. */
-export const STRONG_RATIO = 4;
-export const STRONG_DEVIATION_SEC = 0.05;
+/**
+ * ...and differs by at least this much. Probe noise is additive and one-sided (a delayed ACK
+ * adds 40 ms, a busy core more); a rate change adds time in proportion to size. So a change
+ * counts once it moves some probe size by 100 ms: small probes never raise it, and a change at
+ * rates so high that no probe size moves that much waits for the age-out.
+ */
+export const MIN_DEVIATION_SEC = 0.1;
 
 type Deviation = 'slower' | 'faster' | undefined;
-
-function deviation(predicted: number, observed: number, ratio: number, minSec: number): Deviation {
-  if (Math.abs(observed - predicted) < minSec) return undefined;
-  if (observed >= predicted * ratio) return 'slower';
-  if (observed * ratio <= predicted) return 'faster';
-  return undefined;
-}
 
 const valid = (s: LinkSample): boolean => s.bytes > 0 && Number.isFinite(s.seconds) && s.seconds > 0 && Number.isFinite(s.at);
 
@@ -52,29 +51,35 @@ function fittable(samples: LinkSample[]): boolean {
   return samples.length >= MIN_SAMPLES && new Set(samples.map((s) => s.bytes)).size >= 2;
 }
 
+/**
+ * How a sample compares with the older samples of its size: slower than CHANGE_RATIO times the
+ * slowest of them, or faster than the fastest over CHANGE_RATIO (and by MIN_DEVIATION_SEC).
+ * Against its own size's spread, not the fit: probe noise is one-sided and heavy (a delayed ACK
+ * adds 40 ms to a 4 ms probe), so a sample the optimistic fit calls 10x slow can be ordinary.
+ */
+function deviation(s: LinkSample, older: LinkSample[]): Deviation {
+  const same = older.filter((o) => o.bytes === s.bytes).map((o) => o.seconds);
+  if (same.length === 0) return undefined; // no history of that size (just after a cut)
+  const hi = Math.max(...same);
+  const lo = Math.min(...same);
+  if (s.seconds >= hi * CHANGE_RATIO && s.seconds - hi >= MIN_DEVIATION_SEC) return 'slower';
+  if (s.seconds * CHANGE_RATIO <= lo && lo - s.seconds >= MIN_DEVIATION_SEC) return 'faster';
+  return undefined;
+}
+
 /** Detect a regime change among the newest samples (newest first). */
-function detectChange(newestFirst: LinkSample[]): Pick<LinkWindow, 'changeAt' | 'direction'> {
+function detectChange(newestFirst: LinkSample[]): Pick<LinkWindow, 'changeAt' | 'direction' | 'suspect'> {
   const head = newestFirst.slice(0, 3);
   const older = newestFirst.slice(3);
-  if (head.length === 0) return {};
-  const base = fittable(older) ? fitLink(older) : undefined;
-  if (!base) return {};
-  // Judge only sizes the base fit spans: a fit of a few small probes (just after a cut) says
-  // little about a large one, and extrapolating would raise false alarms in a loop.
-  const maxSize = Math.max(...older.map((s) => s.bytes));
-  const judge = (s: LinkSample, ratio: number, minSec: number): Deviation =>
-    s.bytes <= maxSize ? deviation(predictSeconds(base, s.bytes), s.seconds, ratio, minSec) : undefined;
-  const devs = head.map((s) => judge(s, CHANGE_RATIO, MIN_DEVIATION_SEC));
-  const newest = head[0]!;
-  const strong = judge(newest, STRONG_RATIO, STRONG_DEVIATION_SEC);
-  for (const dir of ['slower', 'faster'] as const) {
-    const hits = head.filter((_, i) => devs[i] === dir);
-    // Two of three: the oldest of the deviating ones starts the new regime. The newest counts
-    // among them, so a deviation followed by normal samples (a pause, then recovery) is no change.
-    if (hits.length >= 2 && devs[0] === dir) return { changeAt: Math.min(...hits.map((s) => s.at)), direction: dir };
-    if (strong === dir) return { changeAt: newest.at, direction: dir };
-  }
-  return {};
+  if (head.length === 0 || !fittable(older)) return {};
+  const devs = head.map((s) => deviation(s, older));
+  const dir = devs[0];
+  if (!dir) return {};
+  // Two of three: the oldest of the deviating ones starts the new regime. The newest must be
+  // among them, so a deviation followed by normal samples (a pause, then recovery) is no change.
+  const hits = head.filter((_, i) => devs[i] === dir);
+  if (hits.length >= 2) return { changeAt: Math.min(...hits.map((s) => s.at)), direction: dir };
+  return { suspect: true };
 }
 
 /** The samples a link's fit should use now (see the header). Input in any order. */

@@ -83,6 +83,8 @@ describe('profilers: the profile follows the network (namespaces, tbf, iptables)
 
   it('a link throttled from 200 to 10 Mbit/s after its fit: the fit follows, and stays after an agent restart', async () => {
     const before = mbit(await fitOf('node1', 'node2'));
+    const initial = (await client!.lrange(keys.linkSamples('node1', 'node2'), 0, 11)).map((x) => JSON.parse(x) as LinkSample);
+    console.log(`      node1->node2 before: ${before.toFixed(1)} Mbit/s from ${initial.map((x) => `${x.bytes / 1024}K ${(x.seconds * 1000).toFixed(1)}ms`).join(', ')}`);
     // The starting point: far above the new rate (its accuracy is netns.test.ts's subject).
     expect(before).to.be.greaterThan(100);
     const t0 = Date.now();

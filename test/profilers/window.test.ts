@@ -8,6 +8,10 @@ const SIZES = [1, 10, 100, 1000, 10000].map((k) => k * KB);
 /** A tbf link: the first 16 KB pass at line rate (1 GB/s), the rest at `rate` bytes/s. */
 const tbf = (rate: number) => (x: number) => 0.0002 + Math.max(0, x - 16 * KB) / rate + x / 1e9;
 const MIN = 60_000;
+function prng(seed: number): () => number {
+  let s = seed;
+  return () => ((s = (s * 16807) % 2147483647) / 2147483647);
+}
 
 /** Probes as the profiler takes them: bootstrap (3 rounds of every size), then one random size a minute. */
 function history(f: (x: number) => number, from: number, n: number, step = MIN, seed = 1): LinkSample[] {
@@ -19,16 +23,21 @@ function history(f: (x: number) => number, from: number, n: number, step = MIN, 
   });
 }
 
-/** Store as the profiler does (capped list, newest first), cutting at detected changes; the fit after each sample. */
-function replay(samples: LinkSample[], now: (s: LinkSample) => number = (s) => s.at) {
+/**
+ * Store as the profiler does (capped list, newest first), cutting at detected changes and
+ * probing a suspect size again at once (`truth` answers that probe); the fit after each sample.
+ */
+function replay(samples: LinkSample[], truth: (bytes: number, at: number) => number) {
   let list: LinkSample[] = [];
   const fits: Array<{ at: number; bw: number | undefined; changed: boolean }> = [];
-  for (const s of samples) {
+  const add = (s: LinkSample): boolean => {
     list = [s, ...list].slice(0, 50);
-    const w = linkWindow(list, { now: now(s), maxAgeMs: 20 * MIN });
+    const w = linkWindow(list, { now: s.at, maxAgeMs: 20 * MIN });
     if (w.changeAt !== undefined) list = w.samples;
     fits.push({ at: s.at, bw: fitLink(w.samples)?.bandwidthBytesPerSec, changed: w.changeAt !== undefined });
-  }
+    return w.suspect === true;
+  };
+  for (const s of samples) if (add(s)) add({ bytes: s.bytes, seconds: truth(s.bytes, s.at + 1), at: s.at + 1 });
   return fits;
 }
 
@@ -43,7 +52,7 @@ describe('profilers: the link fit follows the network (window.ts)', () => {
   it('a link throttled from 10 Gbit/s to 10 Mbit/s: the fit follows within a few probes', () => {
     const before = history(tbf(1.25e9), 0, 50);
     const after = history(tbf(1.25e6), 50 * MIN, 12, MIN, 3);
-    const fits = replay([...before, ...after]);
+    const fits = replay([...before, ...after], (x, at) => (at < 50 * MIN ? tbf(1.25e9) : tbf(1.25e6))(x));
     expect(fits.slice(0, 50).some((f) => f.changed)).to.equal(false, 'no false alarm on a steady link');
     // Random sizes only, as in steady state (the profiler also re-probes every size at once on a change).
     const ok = fits.slice(50).findIndex((f) => f.bw !== undefined && Math.abs(f.bw / 1.25e6 - 1) < 0.25);
@@ -54,24 +63,31 @@ describe('profilers: the link fit follows the network (window.ts)', () => {
 
   it('follows the way back (un-throttled)', () => {
     const samples = [...history(tbf(1.25e6), 0, 40), ...history(tbf(125e6), 40 * MIN, 12, MIN, 5)];
-    const fits = replay(samples);
+    const fits = replay(samples, (x, at) => (at < 40 * MIN ? tbf(1.25e6) : tbf(125e6))(x));
     const last = fits.at(-1)!;
     expect(last.bw! / 125e6).to.be.closeTo(1, 0.25);
   });
 
-  it('one stalled probe (a GC pause) does not cut the history', () => {
+  it('one stalled probe (a 10x GC pause) does not cut the history: the re-probe clears it', () => {
     const samples = history(tbf(125e6), 0, 40);
     const clean = fitLink(samples)!.bandwidthBytesPerSec;
     const i = samples.findIndex((s, k) => k > 30 && s.bytes >= 100 * KB);
-    samples[i] = { ...samples[i]!, seconds: samples[i]!.seconds * 3 };
-    const fits = replay(samples);
+    samples[i] = { ...samples[i]!, seconds: samples[i]!.seconds * 10 };
+    const fits = replay(samples, tbf(125e6));
     expect(fits.filter((f) => f.changed)).to.have.length(0);
     expect(fits.at(-1)!.bw! / clean).to.be.closeTo(1, 0.01);
   });
 
   it('noise on tiny probes (sub-5 ms) is never a change', () => {
     const samples = history(tbf(125e6), 0, 40).map((s, k) => (s.bytes <= 10 * KB && k % 2 ? { ...s, seconds: s.seconds * 8 } : s));
-    expect(replay(samples).filter((f) => f.changed)).to.have.length(0);
+    expect(replay(samples, tbf(125e6)).filter((f) => f.changed)).to.have.length(0);
+  });
+
+  it('heavy one-sided noise (a delayed ACK adds 40 ms to a third of the probes) is never a change', () => {
+    const rnd = prng(5);
+    const noisy = (x: number) => tbf(25e6)(x) + (rnd() < 0.33 ? 0.04 + 0.04 * rnd() : 0);
+    const samples = history(noisy, 0, 80);
+    expect(replay(samples, (x) => noisy(x)).filter((f) => f.changed)).to.have.length(0);
   });
 
   it('a slow drift ages out: after the age limit only the recent samples count', () => {
@@ -82,6 +98,15 @@ describe('profilers: the link fit follows the network (window.ts)', () => {
     expect(w.changeAt).to.equal(undefined);
     expect(Math.min(...w.samples.map((s) => s.at))).to.be.at.least(65 * MIN);
     expect(fitLink(w.samples)!.bandwidthBytesPerSec / 70e6).to.be.closeTo(1, 0.1);
+  });
+
+  it('a lone deviating newest sample makes the link suspect (re-probe), not changed', () => {
+    const samples = history(tbf(125e6), 0, 20);
+    const last = { bytes: 1000 * KB, seconds: tbf(125e6)(1000 * KB) * 20, at: 20 * MIN };
+    const w = linkWindow([...samples, last], { now: 20 * MIN, maxAgeMs: 20 * MIN });
+    expect(w).to.include({ suspect: true });
+    expect(w.changeAt).to.equal(undefined);
+    expect(w.samples).to.have.length(21);
   });
 
   it('keeps old samples when too few recent ones remain for a fit', () => {

@@ -1,17 +1,19 @@
 // Probe traffic at a bounded cost: the steady-state probes of a directed link carry at most
 // `fraction` of that link's measured capacity, averaged over probe and pause. Pure functions;
 // the profiler (profiler.ts) asks them when to send the next probe and which sizes it can afford.
-// Capacity is the lower of the fitted bandwidth and the throughput the last probe saw, so a link
-// that just slowed down is not flooded while its fit catches up.
+// A link that slows down is re-fitted within a probe or two (window.ts, and the profiler's
+// immediate re-probes), and the budget follows the new fit.
 
 export { DEFAULT_PROBE_BUDGET } from '../../config/types.js';
 
-/** Capacity the budget is taken from: bytes/s. */
+/**
+ * Capacity the budget is taken from, bytes/s: the link's fitted bandwidth; before the first fit,
+ * what the probe saw. (Not the lower of the two: a small probe's throughput is its latency, and
+ * budgeting by it would allow only small probes, which then again see only latency.)
+ */
 export function budgetCapacity(fitBandwidth: number | undefined, bytes: number, seconds: number): number {
-  const seen = seconds > 0 ? bytes / seconds : Infinity;
-  const fit = fitBandwidth !== undefined && fitBandwidth > 0 ? fitBandwidth : Infinity;
-  const cap = Math.min(seen, fit);
-  return Number.isFinite(cap) ? cap : 1e12;
+  if (fitBandwidth !== undefined && fitBandwidth > 0) return fitBandwidth;
+  return seconds > 0 ? bytes / seconds : 1e12;
 }
 
 /** Pause after a probe of `bytes` that took `seconds`, so probe bytes / (probe + pause) <= fraction * capacity. */

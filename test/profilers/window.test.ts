@@ -124,9 +124,9 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     expect(budgetPauseMs(1000, 1, cap, 0.02)).to.equal(0);
   });
 
-  it('takes capacity from the lower of the fit and what the last probe saw', () => {
-    expect(budgetCapacity(1e9, 1e6, 1)).to.equal(1e6);
-    expect(budgetCapacity(1e5, 1e6, 1)).to.equal(1e5);
+  it('takes capacity from the fit, before the first fit from what the probe saw', () => {
+    expect(budgetCapacity(1e9, 1e4, 0.03)).to.equal(1e9);
+    expect(budgetCapacity(undefined, 1e6, 2)).to.equal(5e5);
     expect(budgetCapacity(undefined, 1e6, 0)).to.equal(1e12);
   });
 

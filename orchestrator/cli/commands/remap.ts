@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { inputError, runtimeError } from '../../../config/errors.js';
 import { table as newTable } from '../../report/table.js';
+import type { MappingRecord } from '../../../config/events.js';
 import type { RemapPlan } from '../../adapt/plan.js';
 import { action } from '../run.js';
 
@@ -61,7 +62,7 @@ export function register(program: Command): void {
         const keys = redisKeys(prefix);
         const raw = await redis.get(keys.mapping(app.name));
         if (!raw) throw runtimeError(`${app.name} is not deployed (no mapping in Redis under ${keys.mapping(app.name)})`, { hint: `deploy it first: jupiter deploy ${appArg}` });
-        const current = JSON.parse(raw) as import('../../../config/events.js').MappingRecord;
+        const current = JSON.parse(raw) as MappingRecord;
         const mapper = flags.mapper ?? (mappers[current.mapper] ? current.mapper : cluster.mapper);
         const snapshot = await readProfiles(redis, { prefix });
         if (snapshot.nodes.length === 0) throw runtimeError('no live agents: there are no current models to re-map with', { hint: 'start the node agents (`jupiter agent --node <name>`)' });

@@ -21,11 +21,16 @@ export function budgetPauseMs(bytes: number, seconds: number, capacity: number, 
   return Math.max(0, (bytes / (fraction * capacity) - seconds) * 1000);
 }
 
+/** A size is affordable while its budgeted cycle is at most this many probe intervals. */
+export const AFFORDABLE_INTERVALS = 3;
+
 /**
- * Probe sizes whose budgeted cycle fits in `intervalMs` (so the link is still probed about that
- * often); when none does, the smallest size alone (probed less often, still within budget).
+ * Probe sizes whose budgeted cycle (probe + pause) is at most AFFORDABLE_INTERVALS x
+ * `intervalMs`, so the link is still probed about that often on average and large probes (the
+ * ones that see the bandwidth) stay in the mix; when none is, the smallest size alone (probed
+ * less often, still within budget).
  */
 export function affordableSizes(sizes: number[], capacity: number, fraction: number, intervalMs: number): number[] {
-  const ok = sizes.filter((s) => (s / (fraction * capacity)) * 1000 <= intervalMs);
+  const ok = sizes.filter((s) => (s / (fraction * capacity)) * 1000 <= AFFORDABLE_INTERVALS * intervalMs);
   return ok.length > 0 ? ok : [Math.min(...sizes)];
 }

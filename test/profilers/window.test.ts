@@ -132,8 +132,10 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
 
   it('affords the sizes that keep the pace, else the smallest', () => {
     const sizes = SIZES;
-    // 2% of 10 Mbit/s = 25 KB/s: in 60 s, up to 1.5 MB
+    // 2% of 10 Mbit/s = 25 KB/s: a cycle of at most 3 x 60 s affords up to 4.5 MB
     expect(affordableSizes(sizes, 1.25e6, 0.02, 60_000)).to.deep.equal(SIZES.slice(0, 4));
+    // 2% of 200 Mbit/s with a 2 s refresh: up to 3 MB
+    expect(affordableSizes([10, 100, 1000, 3000].map((k) => k * KB), 25e6, 0.02, 2000)).to.deep.equal([10, 100, 1000].map((k) => k * KB));
     expect(affordableSizes(sizes, 1e3, 0.02, 1000)).to.deep.equal([KB]);
   });
 });

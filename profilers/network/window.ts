@@ -59,7 +59,9 @@ function fittable(samples: LinkSample[]): boolean {
  */
 function deviation(s: LinkSample, older: LinkSample[]): Deviation {
   const same = older.filter((o) => o.bytes === s.bytes).map((o) => o.seconds);
-  if (same.length === 0) return undefined; // no history of that size (just after a cut)
+  // Too little history of that size (the bootstrap's first round, just after a cut) says
+  // nothing about its noise: no verdict.
+  if (same.length < 2) return undefined;
   const hi = Math.max(...same);
   const lo = Math.min(...same);
   if (s.seconds >= hi * CHANGE_RATIO && s.seconds - hi >= MIN_DEVIATION_SEC) return 'slower';

@@ -27,6 +27,9 @@ import { readExecRecords } from '../../orchestrator/adapt/records.js';
 import { fitExecModels } from '../../profilers/models/exec-model.js';
 import { MqttBroker } from '../../orchestrator/stack/mqtt-broker.js';
 import { TelemetryBridge } from '../../orchestrator/telemetry/bridge.js';
+import { writeDeployment } from '../../orchestrator/deploy/record.js';
+import { AdaptLoop } from '../../orchestrator/adapt/loop.js';
+import { loadClusterConfig } from '../../config/cluster/load.js';
 
 const PREFIX = 'jupiter:';
 const keys = redisKeys(PREFIX);
@@ -80,8 +83,9 @@ describe('adapt: online execution models from live items, and `jupiter remap` (r
     }
     const sink = await Sink.start({ app: app.name, redisUrl: redis.url, prefix: PREFIX, outputDir: join(work, 'out') });
     closers.push(() => sink.close());
+    // The deployment record, as `jupiter deploy` writes it (the runners above are its runners).
     const rec: MappingRecord = { app: app.name, mapper: 'heft', mapping: placement, schedule: [], predictedMakespan: 0.03, ts: Date.now() };
-    await client.set(keys.mapping(app.name), JSON.stringify(rec));
+    await writeDeployment(client, PREFIX, { app: app.name, appDir, runId: 'r1', runtime: 'process', mapper: 'heft', outputDir: join(work, 'out'), startedAt: Date.now() }, rec);
   });
 
   after(async () => {
@@ -154,6 +158,25 @@ describe('adapt: online execution models from live items, and `jupiter remap` (r
       await sub.endAsync();
       await bridge.stop();
       await broker.stop();
+    }
+  });
+
+  it('the adapt loop (suggest) publishes the suggestion once the gain has held for the hold time, and only once', async () => {
+    await client.del(keys.remaps(app.name));
+    const cluster = await loadClusterConfig({ dir: work, env: {} });
+    const loop = new AdaptLoop({ redisUrl: redis.url, cluster, intervalMs: 300, settings: { mode: 'suggest', threshold: 0.2, holdSec: 1 } }).start();
+    try {
+      const t0 = Date.now();
+      while (loop.events.length === 0 && Date.now() - t0 < 15_000) await new Promise((r) => setTimeout(r, 100));
+      expect(loop.events).to.have.length(1);
+      const held = loop.events[0]!.ts - t0;
+      console.log(`      suggestion after ${held} ms (hold time 1 s): ${loop.events[0]!.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}, gain ${(loop.events[0]!.gain * 100).toFixed(0)}%`);
+      expect(held).to.be.at.least(1000);
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(loop.events).to.have.length(1); // the same suggestion is not repeated
+      expect(await client.llen(keys.remaps(app.name))).to.equal(1);
+    } finally {
+      await loop.stop();
     }
   });
 });

@@ -42,6 +42,11 @@ export const CHANGE_RATIO = 2;
  * rates so high that no probe size moves that much waits for the age-out.
  */
 export const MIN_DEVIATION_SEC = 0.1;
+/**
+ * Noise never makes a probe faster, so a sample twice as fast as the fastest older one of its
+ * size is evidence on its own; only timer resolution asks for a floor.
+ */
+export const MIN_SPEEDUP_SEC = 0.005;
 
 type Deviation = 'slower' | 'faster' | undefined;
 
@@ -53,7 +58,8 @@ function fittable(samples: LinkSample[]): boolean {
 
 /**
  * How a sample compares with the older samples of its size: slower than CHANGE_RATIO times the
- * slowest of them, or faster than the fastest over CHANGE_RATIO (and by MIN_DEVIATION_SEC).
+ * slowest of them (and by MIN_DEVIATION_SEC), or faster than the fastest over CHANGE_RATIO (and
+ * by MIN_SPEEDUP_SEC).
  * Against its own size's spread, not the fit: probe noise is one-sided and heavy (a delayed ACK
  * adds 40 ms to a 4 ms probe), so a sample the optimistic fit calls 10x slow can be ordinary.
  */
@@ -65,7 +71,7 @@ function deviation(s: LinkSample, older: LinkSample[]): Deviation {
   const hi = Math.max(...same);
   const lo = Math.min(...same);
   if (s.seconds >= hi * CHANGE_RATIO && s.seconds - hi >= MIN_DEVIATION_SEC) return 'slower';
-  if (s.seconds * CHANGE_RATIO <= lo && lo - s.seconds >= MIN_DEVIATION_SEC) return 'faster';
+  if (s.seconds * CHANGE_RATIO <= lo && lo - s.seconds >= MIN_SPEEDUP_SEC) return 'faster';
   return undefined;
 }
 

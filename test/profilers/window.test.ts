@@ -68,6 +68,15 @@ describe('profilers: the link fit follows the network (window.ts)', () => {
     expect(last.bw! / 125e6).to.be.closeTo(1, 0.25);
   });
 
+  it('follows the way back even when the budget let only small probes through on the slow link', () => {
+    const small = (f: (x: number) => number, from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => ({ bytes: [10 * KB, 100 * KB][i % 2]!, seconds: f([10 * KB, 100 * KB][i % 2]!), at: from + i * MIN }));
+    // a fitted history of every size, then the slow regime probed with 10 and 100 KB only
+    const samples = [...history(tbf(1.25e6), 0, 20), ...small(tbf(1.25e6), 20 * MIN, 20), ...small(tbf(125e6), 40 * MIN, 6)];
+    const fits = replay(samples, (x, at) => (at < 40 * MIN ? tbf(1.25e6) : tbf(125e6))(x));
+    expect(fits.slice(40).some((f) => f.changed)).to.equal(true);
+  });
+
   it('one stalled probe (a 10x GC pause) does not cut the history: the re-probe clears it', () => {
     const samples = history(tbf(125e6), 0, 40);
     const clean = fitLink(samples)!.bandwidthBytesPerSec;

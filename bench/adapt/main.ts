@@ -31,6 +31,8 @@ for (let a = 0; a < NODES.length; a++) for (let b = a + 1; b < NODES.length; b++
 const REFRESH_S = 2;
 const ARGS = ['--probe-sizes', '10,100,1000,3000', '--bootstrap-rounds', '2', '--refresh', String(REFRESH_S), '--probe-budget', '0.02', '--loss-interval', '1', '--loss-count', '100'];
 const keys = redisKeys();
+/** Longest an echo round takes (100 packets 5 ms apart, then 1 s for late echoes), with slack. */
+const ROUND_MS = 2000;
 const say = (line: string) => process.stderr.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -95,19 +97,20 @@ async function main(): Promise<void> {
     const trial = async (a: string, b: string, probability?: number) => {
       tb!.impair(a, b, probability);
       const t0 = Date.now();
-      await sleep(probability === undefined ? 4000 : 8000);
-      const health = await readNetworkHealth(c, keys, NODES, Date.now(), Date.now() - t0 - 1200);
+      await sleep(probability === undefined ? 6000 : 9000);
+      // Only rounds that started after the change: a round lasts 100 x 5 ms + 1 s of waiting.
+      const health = await readNetworkHealth(c, keys, NODES, Date.now(), Date.now() - t0 - ROUND_MS);
       tb!.heal(a, b);
       await sleep(2500); // let the impaired rounds leave the next trial's window
       return health.faults;
     };
-    const cuts: Array<{ link: string; found: string[]; right: boolean }> = [];
+    const cuts: Array<{ link: string; found: string[]; right: boolean; dead: boolean; loss: number | null }> = [];
     for (let i = 0; i < 10; i++) {
       const [a, b] = pick();
       const faults = await trial(a, b);
-      const right = faults.length === 1 && faults[0]!.element === linkElement(a, b) && faults[0]!.dead;
-      cuts.push({ link: `${a}-${b}`, found: faults.map((f) => `${f.element}${f.dead ? ' dead' : ''}`), right });
-      say(`bench:adapt: cut ${i + 1}/10 ${a}-${b}: ${right ? 'localised' : `found ${JSON.stringify(faults.map((f) => f.element))}`}`);
+      const right = faults.length === 1 && faults[0]!.element === linkElement(a, b);
+      cuts.push({ link: `${a}-${b}`, found: faults.map((f) => f.element), right, dead: right && faults[0]!.dead, loss: right ? faults[0]!.loss : null });
+      say(`bench:adapt: cut ${i + 1}/10 ${a}-${b}: ${right ? `localised (loss ${(faults[0]!.loss * 100).toFixed(0)}%${faults[0]!.dead ? ', DEAD' : ''})` : `found ${JSON.stringify(faults.map((f) => f.element))}`}`);
     }
     const lossy: Array<{ link: string; estimated: number | null; right: boolean }> = [];
     for (let i = 0; i < 5; i++) {
@@ -121,7 +124,7 @@ async function main(): Promise<void> {
     const t1 = newTable(['change', 'fit follows in', 'x refresh period', 'fitted (both directions)']);
     for (const f of follow) t1.push([f.change, `${f.seconds.toFixed(1)} s`, (f.seconds / REFRESH_S).toFixed(1), f.fitted.map((x) => `${x.toFixed(1)} Mbit/s`).join(' / ')]);
     const t2 = newTable(['trials', 'localised right', 'detail']);
-    t2.push(['10 random link cuts', `${cuts.filter((x) => x.right).length} / 10`, 'as that link, DEAD, no node blamed']);
+    t2.push(['10 random link cuts', `${cuts.filter((x) => x.right).length} / 10`, `as that link, no node blamed; flagged DEAD ${cuts.filter((x) => x.dead).length} / 10`]);
     t2.push(['5 random links at 10% loss', `${lossy.filter((x) => x.right).length} / 5`, `estimates ${lossy.map((x) => (x.estimated === null ? '-' : `${(x.estimated * 100).toFixed(1)}%`)).join(', ')}`]);
     const t3 = newTable(['link', 'steady probe share of capacity (budget 2%)']);
     for (const x of budget) t3.push([x.link, `${(x.share * 100).toFixed(2)} %`]);

@@ -124,7 +124,7 @@ describe('profilers: the profile follows the network (namespaces, tbf, iptables)
       const t0 = Date.now();
       await new Promise((r) => setTimeout(r, 9000));
       // pool only the rounds since the impairment
-      const health = await readNetworkHealth(client!, keys, NODES, Date.now(), Date.now() - t0 - 1500);
+      const health = await readNetworkHealth(client!, keys, NODES, Date.now(), Date.now() - t0 - 2000);
       console.log(`      ${a}-${b} at 10% loss: ${JSON.stringify(health.faults.map((f) => [f.element, +f.loss.toFixed(3)]))}`);
       expect(health.faults.map((f) => f.element)).to.deep.equal([linkElement(a, b)]);
       expect(health.faults[0]!.loss).to.be.closeTo(0.1, 0.05);
@@ -133,7 +133,7 @@ describe('profilers: the profile follows the network (namespaces, tbf, iptables)
     tb!.impair('node2', 'node3');
     const t0 = Date.now();
     await new Promise((r) => setTimeout(r, 7000));
-    const health = await readNetworkHealth(client!, keys, NODES, Date.now(), Date.now() - t0 - 1500);
+    const health = await readNetworkHealth(client!, keys, NODES, Date.now(), Date.now() - t0 - 2000);
     expect(health.faults.map((f) => [f.kind, f.element, f.dead])).to.deep.equal([['link', linkElement('node2', 'node3'), true]]);
     const r = await runCli(['profile'], { env: { JUPITER_REDIS_URL: url } });
     expect(r.code, r.stderr).to.equal(0);

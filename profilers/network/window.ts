@@ -33,7 +33,7 @@ export interface LinkWindow {
 }
 
 export const DEFAULT_MAX_AGE_MS = 20 * 60_000;
-/** A sample deviates when it is this many times slower than the slowest older sample of its size (or faster than the fastest)... */
+/** A sample deviates when it is this many times slower than the upper quartile of the older samples of its size (or faster than the fastest)... */
 export const CHANGE_RATIO = 2;
 /**
  * ...and differs by at least this much. Probe noise is additive and one-sided (a delayed ACK
@@ -57,8 +57,8 @@ function fittable(samples: LinkSample[]): boolean {
 }
 
 /**
- * How a sample compares with the older samples of its size: slower than CHANGE_RATIO times the
- * slowest of them (and by MIN_DEVIATION_SEC), or faster than the fastest over CHANGE_RATIO (and
+ * How a sample compares with the older samples of its size: slower than CHANGE_RATIO times their
+ * upper quartile (and by MIN_DEVIATION_SEC), or faster than the fastest over CHANGE_RATIO (and
  * by MIN_SPEEDUP_SEC).
  * Against its own size's spread, not the fit: probe noise is one-sided and heavy (a delayed ACK
  * adds 40 ms to a 4 ms probe), so a sample the optimistic fit calls 10x slow can be ordinary.
@@ -68,8 +68,11 @@ function deviation(s: LinkSample, older: LinkSample[]): Deviation {
   // Too little history of that size (the bootstrap's first round, just after a cut) says
   // nothing about its noise: no verdict.
   if (same.length < 2) return undefined;
-  const hi = Math.max(...same);
-  const lo = Math.min(...same);
+  // The slow reference is the upper quartile, not the maximum: over 50 samples the maximum is
+  // one rare stall, and comparing with it would make detection duller the longer a link lives.
+  const sorted = [...same].sort((a, b) => a - b);
+  const hi = sorted[Math.floor(0.75 * (sorted.length - 1))]!;
+  const lo = sorted[0]!;
   if (s.seconds >= hi * CHANGE_RATIO && s.seconds - hi >= MIN_DEVIATION_SEC) return 'slower';
   if (s.seconds * CHANGE_RATIO <= lo && lo - s.seconds >= MIN_SPEEDUP_SEC) return 'faster';
   return undefined;

@@ -1,6 +1,7 @@
 // Waiting for items to finish (`jupiter deploy --wait`). An item is finished when none of its
 // jobs is in flight any more; its record then holds the makespan and whether it failed.
 import type { Redis } from 'ioredis';
+import type { ItemDoneEvent } from '../../config/events.js';
 import { runtimeError } from '../../config/errors.js';
 import { appKeys } from '../queue/keys.js';
 import { execOrThrow } from '../queue/transport.js';
@@ -115,10 +116,15 @@ export class DoneWaiter {
           const json = fields[1];
           // Cheap test first: most events are task events.
           if (!json?.includes('"item-done"')) continue;
-          const ev = JSON.parse(json) as { type?: string; item?: string };
-          if (ev.type === 'item-done' && ev.item && openSet.has(ev.item)) done.push(ev.item);
+          const ev = JSON.parse(json) as Partial<ItemDoneEvent>;
+          if (ev.type !== 'item-done' || !ev.item || !openSet.has(ev.item)) continue;
+          // The event carries what a delivered item's result holds; a failed one's error is in
+          // its record.
+          if (ev.failed) done.push(ev.item);
+          else finished.set(ev.item, { item: ev.item, done: true, failed: false, makespanMs: ev.makespanMs, outputs: [...(ev.outputs ?? [])].sort() });
         }
       }
+      open = open.filter((id) => !finished.has(id));
       if (done.length > 0) await look(done);
       if (Date.now() - lookedAt >= pollMs) {
         await look(open.slice(0, 200));

@@ -53,7 +53,9 @@ export class AppQueues {
   queue(name: string): Queue<BundleJob> {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue<BundleJob>(name, { connection: this.redis, prefix: this.keys.queuePrefix });
+      // No version check: it costs an INFO round trip per Queue object, ahead of its first add
+      // (the source makes new ones per submit); the runners' workers check the version.
+      q = new Queue<BundleJob>(name, { connection: this.redis, prefix: this.keys.queuePrefix, skipVersionCheck: true });
       q.on('error', () => undefined);
       this.queues.set(name, q);
     }

@@ -225,6 +225,40 @@ async function main(): Promise<void> {
   }
 
   const results = new Map<string, Round[]>([...systems.keys()].map((k) => [k, []]));
+  /** Summary and targets so far; the JSON is written after every round (a run cut short keeps its rounds). */
+  const report = () => {
+    const med = (k: string, pick: (x: Round) => number): number => median((results.get(k) ?? []).map(pick));
+    const ratio = (a: string, b: string, pick: (x: Round) => number): number =>
+      median((results.get(a) ?? []).map((x, i) => pick(x) / pick(results.get(b)?.[i] ?? ({} as Round))));
+    const summary = Object.fromEntries([...systems].map(([k, s]) => [k, {
+      label: s.label,
+      itemsPerSec: med(k, (x) => x.throughput),
+      e2eP50Ms: med(k, (x) => x.e2e.p50),
+      e2eP99Ms: med(k, (x) => x.e2e.p99),
+      hopP50Ms: med(k, (x) => x.hop.p50),
+      hopP99Ms: med(k, (x) => x.hop.p99),
+      cpuMsPerItem: med(k, (x) => x.cpuUs) / 1000,
+    }]));
+    const tp = (x: Round): number => x.throughput;
+    const e2e = (x: Round): number => x.e2e.p50;
+    const targets = {
+      e2eP50PyOverCelery: ratio('jupiter-py', 'celery', e2e),
+      throughputPyOverDask: ratio('jupiter-py', 'dask', tp),
+      throughputPyOverCelery: ratio('jupiter-py', 'celery', tp),
+      throughputJsOverRawBullmq: ratio('jupiter-js', 'bullmq', tp),
+      throughputBigOverRawRedis: ratio('big', 'big-raw', tp),
+      cpuMsPerItemPy: summary['jupiter-py']?.cpuMsPerItem ?? NaN,
+      cpuMsPerItemJs: summary['jupiter-js']?.cpuMsPerItem ?? NaN,
+    };
+    const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', 'peers.json');
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({
+      bench: 'peers', at: new Date().toISOString(), items: N, latencyItems: LAT_N, bigItems: BIG_N, bigLatencyItems: BIG_LAT_N, rounds: ROUNDS,
+      payloadBytes: PAYLOAD.length, bigPayloadBytes: BIG.length, cpus: cpus().length, loadavg: loadavg(), node: process.version,
+      summary, targets, perRound: Object.fromEntries(results),
+    }, null, 2)}\n`);
+    return { summary, targets, out };
+  };
   try {
     for (const [k, s] of systems) {
       log(`starting ${s.label} ...`);
@@ -241,36 +275,14 @@ async function main(): Promise<void> {
         results.get(k)!.push(res);
         log(`  ${f(res.throughput, 0)} items/s, end-to-end p50 ${f(res.e2e.p50)} ms, hop p50 ${f(res.hop.p50)} ms, CPU ${f(res.cpuUs / 1000, 3)} ms/item`);
       }
+      report();
     }
   } finally {
     for (const s of systems.values()) await s.stop().catch((e: Error) => log(`stop: ${e.message}`));
     await server.stop();
     rmSync(root, { recursive: true, force: true });
   }
-
-  const med = (k: string, pick: (x: Round) => number): number => median((results.get(k) ?? []).map(pick));
-  const ratio = (a: string, b: string, pick: (x: Round) => number): number =>
-    median((results.get(a) ?? []).map((x, i) => pick(x) / pick(results.get(b)?.[i] ?? ({} as Round))));
-  const summary = Object.fromEntries([...systems].map(([k, s]) => [k, {
-    label: s.label,
-    itemsPerSec: med(k, (x) => x.throughput),
-    e2eP50Ms: med(k, (x) => x.e2e.p50),
-    e2eP99Ms: med(k, (x) => x.e2e.p99),
-    hopP50Ms: med(k, (x) => x.hop.p50),
-    hopP99Ms: med(k, (x) => x.hop.p99),
-    cpuMsPerItem: med(k, (x) => x.cpuUs) / 1000,
-  }]));
-  const tp = (x: Round): number => x.throughput;
-  const e2e = (x: Round): number => x.e2e.p50;
-  const targets = {
-    e2eP50PyOverCelery: ratio('jupiter-py', 'celery', e2e),
-    throughputPyOverDask: ratio('jupiter-py', 'dask', tp),
-    throughputPyOverCelery: ratio('jupiter-py', 'celery', tp),
-    throughputJsOverRawBullmq: ratio('jupiter-js', 'bullmq', tp),
-    throughputBigOverRawRedis: ratio('big', 'big-raw', tp),
-    cpuMsPerItemPy: summary['jupiter-py']?.cpuMsPerItem ?? NaN,
-    cpuMsPerItemJs: summary['jupiter-js']?.cpuMsPerItem ?? NaN,
-  };
+  const { summary, targets, out } = report();
   console.log(`\nbench:peers  (3 stages of no-op tasks; ${N} items of 100 B for throughput, ${LAT_N} one at a time for latency; 1 MiB: ${BIG_N} and ${BIG_LAT_N}; medians of ${ROUNDS} interleaved rounds; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)})\n`);
   console.log('| system | items/s | end-to-end p50 / p99 (ms) | hop p50 / p99 (ms) | CPU per item (ms) |');
   console.log('|---|---|---|---|---|');
@@ -284,13 +296,6 @@ async function main(): Promise<void> {
   console.log(`  throughput Jupiter (JS) / raw BullMQ chain ${f(targets.throughputJsOverRawBullmq)}  (target >= 1: ${mark(targets.throughputJsOverRawBullmq >= 1)})`);
   console.log(`  throughput 1 MiB Jupiter / raw Redis chain ${f(targets.throughputBigOverRawRedis)}  (target >= 0.8: ${mark(targets.throughputBigOverRawRedis >= 0.8)})`);
   console.log(`  CPU per item Jupiter Python ${f(targets.cpuMsPerItemPy, 3)} ms (target <= 0.84: ${mark(targets.cpuMsPerItemPy <= 0.84)}), JS ${f(targets.cpuMsPerItemJs, 3)} ms (target <= 0.46: ${mark(targets.cpuMsPerItemJs <= 0.46)})`);
-  const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', 'peers.json');
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify({
-    bench: 'peers', at: new Date().toISOString(), items: N, latencyItems: LAT_N, bigItems: BIG_N, bigLatencyItems: BIG_LAT_N, rounds: ROUNDS,
-    payloadBytes: PAYLOAD.length, bigPayloadBytes: BIG.length, cpus: cpus().length, loadavg: loadavg(), node: process.version,
-    summary, targets, perRound: Object.fromEntries(results),
-  }, null, 2)}\n`);
   log(`results: ${out}`);
 }
 

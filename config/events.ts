@@ -30,6 +30,8 @@ export interface ItemDoneEvent {
   /** ms from the item entering the DAG to its last output at the sink. */
   makespanMs: number;
   outputs: string[];
+  /** The item failed somewhere (dead-lettered); its record holds the error. */
+  failed?: boolean;
   ts: number;
 }
 

@@ -1,7 +1,8 @@
 // The home's sink: consumes the `home` queue, writes each output once into the run's output
 // folder and finishes items. Delivery is exactly-once per (item id, output name): the file is
-// written first (an idempotent overwrite), then the name is added to the item's delivered set;
-// a redelivered or duplicated job finds its name there and is only counted as suppressed.
+// written first, then the name is added to the item's delivered set; a redelivered or duplicated
+// job finds its name there (a large file), or its file already there (a small one, created only
+// if absent), and is only counted as suppressed.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -9,7 +10,7 @@ import { UnrecoverableError, Worker, type Job } from '../queue/libs.js';
 import type { Redis } from 'ioredis';
 import type { ItemDoneEvent } from '../../config/events.js';
 import { connectRedis } from '../queue/connection.js';
-import { emitItemDone } from '../queue/events.js';
+import { itemDoneEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext } from '../queue/failures.js';
 import { appKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
 import { BUNDLE_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
@@ -43,7 +44,7 @@ export function outputPath(outputDir: string, item: string, name: string, owner:
 }
 
 /** What delivering one file came to: the item's makespan when it finished it, or the error. */
-type Outcome = { makespan: number; outputs: string[] } | { error: Error; permanent: boolean };
+type Outcome = { makespan: number; outputs: string[]; at: number } | { error: Error; permanent: boolean };
 
 /** Files up to this size are written synchronously. */
 const SYNC_WRITE_BYTES = 1024 * 1024;
@@ -105,8 +106,8 @@ export class Sink {
           const { attempt, final } = await failDelivery(this.failureContext, this.queues, d, job.timestamp, o.error, o.permanent);
           this.opts.log?.(`sink failed on ${d.name} of item ${d.item} (attempt ${attempt}${final ? ', final' : ''}): ${o.error.message}`);
         } else if (o.makespan >= 0) {
-          const ev = await emitItemDone(this.redis, this.keys, this.settings.eventsMaxLen, d.item, o.makespan, o.outputs);
-          this.opts.onItemDone?.(ev);
+          // The deliver script appended the item-done event already; this is the same event.
+          this.opts.onItemDone?.(itemDoneEvent(this.keys.app, d.item, o.makespan, o.outputs, o.at));
         }
       }));
     } catch (e) {
@@ -120,7 +121,7 @@ export class Sink {
   }
 
   /** Small files synchronously (a thread-pool hop costs more than the write), large ones not. */
-  private async write(d: Delivery, bytes: Buffer): Promise<void> {
+  private async write(d: Delivery, bytes: Buffer, exclusive = false): Promise<void> {
     let owner = this.owners.get(d.name);
     if (owner === undefined) {
       owner = d.item;
@@ -129,9 +130,10 @@ export class Sink {
     }
     const dest = outputPath(this.opts.outputDir, d.item, d.name, owner);
     const dir = dirname(dest);
+    const flag = exclusive ? 'wx' : 'w';
     if (bytes.length > SYNC_WRITE_BYTES) {
       await mkdir(dir, { recursive: true });
-      await writeFile(dest, bytes);
+      await writeFile(dest, bytes, { flag });
       return;
     }
     if (!this.dirs.has(dir)) {
@@ -139,25 +141,33 @@ export class Sink {
       if (this.dirs.size > 10_000) this.dirs.clear();
       this.dirs.add(dir);
     }
-    writeFileSync(dest, bytes);
+    try {
+      writeFileSync(dest, bytes, { flag });
+    } catch (e) {
+      // Exclusive: an earlier copy wrote the file already; it stands.
+      if (!exclusive || (e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
   }
 
   /**
-   * A group of files in three round trips: look up what was delivered and read the bytes; write
-   * the new files (an idempotent overwrite); then one script per file counts it delivered or a
-   * duplicate, frees its blob and finishes it for its item.
+   * A group of files: one round trip looks up whether each large file was delivered and reads
+   * its bytes (none when every file came inline); each new file is written; then one script per
+   * file counts it delivered or a duplicate, frees its blob and finishes it for its item. A small
+   * file (bytes inline) needs no look-up: it is created only if absent, so the first copy's file
+   * stands and a later copy is only counted; its write is a single write() call, which a killed
+   * sink cannot leave half done.
    */
   private async deliver(ds: Delivery[]): Promise<Outcome[]> {
     const k = this.keys;
-    const read = this.redis.pipeline();
-    for (const d of ds) read.sismember(k.out(d.item), d.name).getBuffer(k.blob(d.blob));
-    const got = await execOrThrow(read);
-    const outcomes: Array<Outcome | undefined> = await Promise.all(ds.map(async (d, i) => {
-      const [seen, bytes] = [got[2 * i] as number, got[2 * i + 1] as Buffer | null];
+    const big = ds.filter((d) => d.inline === undefined);
+    const got = big.length > 0 ? await execOrThrow(big.reduce((p, d) => p.sismember(k.out(d.item), d.name).getBuffer(k.blob(d.blob)), this.redis.pipeline())) : [];
+    const looked = new Map(big.map((d, i) => [d, [got[2 * i] as number, got[2 * i + 1] as Buffer | null] as const]));
+    const outcomes: Array<Outcome | undefined> = await Promise.all(ds.map(async (d) => {
+      const [seen, bytes] = d.inline === undefined ? looked.get(d)! : [0, Buffer.from(d.inline, 'base64')];
       if (seen) return undefined;
       if (!bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
       try {
-        await this.write(d, bytes);
+        await this.write(d, bytes, d.inline !== undefined);
         return undefined;
       } catch (e) {
         this.dirs.clear();
@@ -167,13 +177,13 @@ export class Sink {
     const now = Date.now();
     const fin = this.redis.pipeline() as ReturnType<Redis['pipeline']> & { jDeliver(...a: Array<string | number>): unknown };
     const sent = ds.filter((_, i) => !outcomes[i]);
-    for (const d of sent) fin.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, k.queued(SINK_QUEUE), d.name, now, d.id, k.blob(''), d.blob);
+    for (const d of sent) fin.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, k.queued(SINK_QUEUE), d.name, now, d.id, k.blob(''), d.blob, this.settings.eventsMaxLen, k.app);
     const res = sent.length > 0 ? await execOrThrow(fin) : [];
     let r = 0;
     return ds.map((_, i) => {
       if (outcomes[i]) return outcomes[i]!;
       const [makespan, ...outputs] = res[r++] as Array<number | string>;
-      return { makespan: Number(makespan), outputs: outputs.map(String) };
+      return { makespan: Number(makespan), outputs: outputs.map(String), at: now };
     });
   }
 

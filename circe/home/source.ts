@@ -91,31 +91,38 @@ function newItemId(base: string): string {
  * unused in Redis, else a generated one; the files keep their names.
  */
 export async function submitItems(redis: Redis, prefix: string, app: AppSpec, files: string[], opts: SubmitOptions = {}): Promise<SubmittedItem[]> {
-  const settings = opts.settings ?? (await readSettings(redis, prefix, app.name));
+  // Synchronous stat and reads of small files: an async call costs a thread-pool hop per file,
+  // many times the read itself (the source runs in the CLI, nothing else waits on it).
+  const sizes = new Map<string, number>();
+  for (const f of files) {
+    let st: Stats | undefined;
+    try {
+      st = statSync(f);
+    } catch {
+      st = undefined;
+    }
+    if (!st?.isFile()) throw inputError(`input ${f} is not a readable file`);
+    sizes.set(f, st.size);
+  }
   const keys = appKeys(prefix, app.name);
+  const jobs = groupByJob(files);
+  // Settings, taken ids and the first look at the queues' depths share one round trip.
+  const [settings, taken, firstDepths] = await Promise.all([
+    opts.settings ?? readSettings(redis, prefix, app.name),
+    execOrThrow(jobs.reduce((p, j) => p.exists(keys.item(j.job)), redis.pipeline())) as Promise<number[]>,
+    queueDepths(redis, prefix, app),
+  ]);
+  let depthsAhead: Record<string, number> | undefined = firstDepths;
   const queues = new AppQueues(redis, prefix, app.name, settings);
   try {
-    // Synchronous stat and reads of small files: an async call costs a thread-pool hop per
-    // file, many times the read itself (the source runs in the CLI, nothing else waits on it).
-    const sizes = new Map<string, number>();
-    for (const f of files) {
-      let st: Stats | undefined;
-      try {
-        st = statSync(f);
-      } catch {
-        st = undefined;
-      }
-      if (!st?.isFile()) throw inputError(`input ${f} is not a readable file`);
-      sizes.set(f, st.size);
-      if (st.size > settings.maxBlobBytes) {
-        throw inputError(`input ${f} is ${formatBytes(st.size)}, over the pipeline's size limit of ${formatBytes(settings.maxBlobBytes)}`, {
+    for (const [f, size] of sizes) {
+      if (size > settings.maxBlobBytes) {
+        throw inputError(`input ${f} is ${formatBytes(size)}, over the pipeline's size limit of ${formatBytes(settings.maxBlobBytes)}`, {
           file: f,
           hint: 'raise maxBlobBytes in the pipeline settings, or pass a smaller file',
         });
       }
     }
-    const jobs = groupByJob(files);
-    const taken = (await execOrThrow(jobs.reduce((p, j) => p.exists(keys.item(j.job)), redis.pipeline()))) as number[];
     const ids = jobs.map((j, i) => (!taken[i] && j.job ? j.job : newItemId(j.job)));
 
     const upstream = upstreamTasks(app);
@@ -125,7 +132,8 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
       // Room left in the fullest queue decides how many items may go in now.
       let room = 0;
       for (;;) {
-        const depths = await queueDepths(redis, prefix, app);
+        const depths = depthsAhead ?? (await queueDepths(redis, prefix, app));
+        depthsAhead = undefined;
         // What waits upstream of a queue will reach it too: counting it keeps a slow task's
         // queue within the cap (else it could fill up to twice the cap from its upstream).
         const projected = Object.entries(depths).map(([q, d]) => [q, d + (upstream.get(q) ?? []).reduce((a, u) => a + (depths[u] ?? 0), 0)] as const);

@@ -1,6 +1,7 @@
 // Waiting for items to finish (`jupiter deploy --wait`). An item is finished when none of its
 // jobs is in flight any more; its record then holds the makespan and whether it failed.
 import type { Redis } from 'ioredis';
+import type { ItemDoneEvent } from '../../config/events.js';
 import { runtimeError } from '../../config/errors.js';
 import { appKeys } from '../queue/keys.js';
 import { execOrThrow } from '../queue/transport.js';
@@ -24,6 +25,7 @@ export interface ItemResult {
 
 export interface WaitOptions {
   timeoutMs?: number;
+  /** Longest time between looks at the records of items not yet reported done (ms). */
   pollMs?: number;
   /** finished = done + failed + deadLettered, of total. */
   onProgress?: (finished: number, total: number, tally: Tally) => void;
@@ -87,24 +89,92 @@ export async function itemResults(redis: Redis, prefix: string, app: string, ite
   return out;
 }
 
+/**
+ * Waits for items to finish by a blocking read of the app's events stream (every finished item,
+ * delivered or failed, gets an item-done event), so a finished item is seen at once instead of at
+ * the next poll. It holds a connection of its own for the blocking reads; keep one across waits
+ * (its cursor only moves forward, so an item that finishes between two waits is not missed).
+ * An item whose event is missing (trimmed away from a capped stream, or its emitter died between
+ * finishing it and appending) is found by a look at its record at least every `pollMs`.
+ */
+export class DoneWaiter {
+  private readonly blocking: Redis;
+  private cursor?: string;
+
+  constructor(private readonly redis: Redis, private readonly prefixKey: string, private readonly app: string) {
+    this.blocking = redis.duplicate();
+    this.blocking.on('error', () => undefined);
+  }
+
+  /** Start the cursor at the stream's end now (items submitted after this are never missed). */
+  async ready(): Promise<void> {
+    if (this.cursor !== undefined) return;
+    const last = await this.redis.xrevrange(appKeys(this.prefixKey, this.app).events, '+', '-', 'COUNT', 1);
+    this.cursor = last[0]?.[0] ?? '0-0';
+  }
+
+  /** Resolve when every item is finished (delivered or failed); throws on timeout. */
+  async wait(items: string[], opts: WaitOptions = {}): Promise<ItemResult[]> {
+    const deadline = Date.now() + (opts.timeoutMs ?? 10 * 60_000);
+    const pollMs = opts.pollMs ?? 1000;
+    const events = appKeys(this.prefixKey, this.app).events;
+    await this.ready();
+    const finished = new Map<string, ItemResult>();
+    let open = [...items];
+    const look = async (ids: string[]): Promise<void> => {
+      for (const r of await itemResults(this.redis, this.prefixKey, this.app, ids)) if (r.done) finished.set(r.item, r);
+      open = open.filter((id) => !finished.has(id));
+    };
+    // After the cursor is set: an item that finishes later has its event past the cursor.
+    // Items finish roughly in order: a window of the oldest open ones is enough per look.
+    await look(open.slice(0, 200));
+    let lookedAt = Date.now();
+    for (;;) {
+      opts.onProgress?.(finished.size, items.length, tally(finished.values()));
+      if (open.length === 0) return items.map((id) => finished.get(id)!);
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw runtimeError(`${open.length} of ${items.length} item(s) of app ${this.app} did not finish in time (first: ${open.slice(0, 3).join(', ')})`, {
+          hint: `look at \`jupiter status ${this.app}\` (queue depths, dead letters) and \`jupiter logs ${this.app} <task>\``,
+        });
+      }
+      const res = await this.blocking.xread('COUNT', 1000, 'BLOCK', Math.max(1, Math.min(pollMs, left)), 'STREAMS', events, this.cursor!);
+      const openSet = new Set(open);
+      const done: string[] = [];
+      for (const [, entries] of res ?? []) {
+        for (const [id, fields] of entries) {
+          this.cursor = id;
+          const json = fields[1];
+          // Cheap test first: most events are task events.
+          if (!json?.includes('"item-done"')) continue;
+          const ev = JSON.parse(json) as Partial<ItemDoneEvent>;
+          if (ev.type !== 'item-done' || !ev.item || !openSet.has(ev.item)) continue;
+          // The event carries what a delivered item's result holds; a failed one's error is in
+          // its record.
+          if (ev.failed) done.push(ev.item);
+          else finished.set(ev.item, { item: ev.item, done: true, failed: false, makespanMs: ev.makespanMs, outputs: [...(ev.outputs ?? [])].sort() });
+        }
+      }
+      open = open.filter((id) => !finished.has(id));
+      if (done.length > 0) await look(done);
+      if (Date.now() - lookedAt >= pollMs) {
+        await look(open.slice(0, 200));
+        lookedAt = Date.now();
+      }
+    }
+  }
+
+  close(): void {
+    this.blocking.disconnect();
+  }
+}
+
 /** Resolve when every item is finished (delivered or failed); throws on timeout. */
 export async function waitForItems(redis: Redis, prefix: string, app: string, items: string[], opts: WaitOptions = {}): Promise<ItemResult[]> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 10 * 60_000);
-  let open = [...items];
-  const finished = new Map<string, ItemResult>();
-  for (;;) {
-    // Items finish roughly in order: look at a window of the oldest open ones, so a long
-    // stream does not cost a full scan of every item per poll.
-    const res = await itemResults(redis, prefix, app, open.slice(0, 200));
-    for (const r of res) if (r.done) finished.set(r.item, r);
-    open = open.filter((id) => !finished.has(id));
-    opts.onProgress?.(finished.size, items.length, tally(finished.values()));
-    if (open.length === 0) return items.map((id) => finished.get(id)!);
-    if (Date.now() > deadline) {
-      throw runtimeError(`${open.length} of ${items.length} item(s) of app ${app} did not finish in time (first: ${open.slice(0, 3).join(', ')})`, {
-        hint: `look at \`jupiter status ${app}\` (queue depths, dead letters) and \`jupiter logs ${app} <task>\``,
-      });
-    }
-    await new Promise((r) => setTimeout(r, opts.pollMs ?? 100));
+  const waiter = new DoneWaiter(redis, prefix, app);
+  try {
+    return await waiter.wait(items, opts);
+  } finally {
+    waiter.close();
   }
 }

@@ -1,5 +1,5 @@
-// Appending runtime events (config/events.ts) to the app's capped stream, and finishing items.
-import type { ChainableCommander, Redis } from 'ioredis';
+// Appending runtime events (config/events.ts) to the app's capped stream.
+import type { ChainableCommander } from 'ioredis';
 import type { AppEvent, ItemDoneEvent } from '../../config/events.js';
 import type { AppKeys } from './keys.js';
 
@@ -11,15 +11,9 @@ export function addEvent(pipe: ChainableCommander, keys: AppKeys, maxLen: number
 }
 
 /**
- * Called by whoever took the item's last in-flight job (the sink, or a runner whose job was the
- * last one, e.g. a dead-lettered one): publish ItemDoneEvent (the script already recorded the
- * makespan).
+ * The item-done event of an item (the scripts that finish an item append the same JSON to the
+ * events stream themselves, in the same step: see finish_item in scripts.ts).
  */
-export async function emitItemDone(redis: Redis, keys: AppKeys, maxLen: number, item: string, makespanMs: number, outputs?: string[]): Promise<ItemDoneEvent> {
-  const names = outputs ?? (await redis.smembers(keys.out(item)));
-  const ev: ItemDoneEvent = { type: 'item-done', app: keys.app, item, makespanMs, outputs: [...names].sort(), ts: Date.now() };
-  // A plain command, not a pipeline: a pipeline copies every script defined on the connection
-  // (BullMQ's too), which costs more than the append itself.
-  await redis.xadd(keys.events, 'MAXLEN', '~', maxLen, '*', 'json', JSON.stringify(ev));
-  return ev;
+export function itemDoneEvent(app: string, item: string, makespanMs: number, outputs: string[], ts: number): ItemDoneEvent {
+  return { type: 'item-done', app, item, makespanMs, outputs: [...outputs].sort(), ts };
 }

@@ -4,7 +4,7 @@
 import type { Job } from 'bullmq';
 import type { ChainableCommander } from 'ioredis';
 import type { TaskEvent } from '../../config/events.js';
-import { addEvent, emitItemDone } from './events.js';
+import { addEvent } from './events.js';
 import type { AppKeys } from './keys.js';
 import type { BundleJob, Delivery } from './naming.js';
 import type { ScriptedRedis } from './scripts.js';
@@ -13,7 +13,7 @@ import { execOrThrow, type AppQueues, type QueuedJob } from './transport.js';
 
 export interface ScriptedPipeline extends ChainableCommander {
   jRelease(blobPrefix: string, blob: string, holder: string): ScriptedPipeline;
-  jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number): ScriptedPipeline;
+  jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number, eventsMaxLen: number, app: string): ScriptedPipeline;
 }
 
 /** What a join stores per collected input. */
@@ -84,10 +84,9 @@ export async function recordFailure(ctx: FailureContext, d: Delivery, at: number
   }
   for (const inp of held.values()) pipe.jRelease(k.blob(''), inp.blob, inp.id);
   if (joined.length) pipe.del(k.join(T, d.item));
-  pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, Date.now());
-  const out = await execOrThrow(pipe);
-  const makespan = out[out.length - 1] as number;
-  if (makespan >= 0) await emitItemDone(redis, k, ctx.settings.eventsMaxLen, d.item, makespan);
+  // The item's last delivery: the script records it done and appends its item-done event.
+  pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, Date.now(), ctx.settings.eventsMaxLen, k.app);
+  await execOrThrow(pipe);
 }
 
 /**
@@ -126,10 +125,10 @@ export async function stalledOut(ctx: FailureContext, queues: AppQueues, job: Jo
       continue;
     }
     if (ds.length > 1) {
-      await queues.sendAlone(ctx.task, d, `${d.id}s${job.id}`);
+      await queues.sendAlone(ctx.task, { ...d, resent: true }, `${d.id}s${job.id}`);
       sent.push(`${d.id}s${job.id}`);
     } else await recordFailure(ctx, d, job.timestamp, err, (d.tries ?? 0) + 1, true);
   }
-  if (outbox.length > 0) await queues.enqueue(outbox);
+  if (outbox.length > 0) await queues.resend(outbox);
   return sent;
 }

@@ -7,7 +7,8 @@ export { jobPrefix } from '../../config/app/job.js';
 
 /**
  * One file on its way to one task (or to the sink): the unit runners and the sink handle. It
- * never carries the bytes, only a reference to the blob.
+ * carries a reference to the blob, and a small file's bytes too (`inline`), so that a receiver
+ * needs no round trip to fetch them.
  */
 export interface Delivery {
   /** Deterministic id (deliveryIdFor): the item's in-flight set and the blob's holders name it. */
@@ -24,6 +25,21 @@ export interface Delivery {
   size: number;
   /** Attempts this delivery already used (a retried delivery travels alone, delayed). */
   tries?: number;
+  /** The bytes, base64, when the file is at most INLINE_MAX bytes (the blob holds them too). */
+  inline?: string;
+  /**
+   * Sent again (an outbox re-sent after its sender died, or split from a job whose runner died):
+   * it may be a copy of one already handled, so the receiver looks before it runs the task.
+   */
+  resent?: boolean;
+}
+
+/** Files up to this size travel inside their deliveries too (the round trip costs more than the copy). */
+export const INLINE_MAX = 4096;
+
+/** The delivery's bytes, base64, when they may travel inline. */
+export function inlineBytes(bytes: Buffer): string | undefined {
+  return bytes.length <= INLINE_MAX ? bytes.toString('base64') : undefined;
 }
 
 /**

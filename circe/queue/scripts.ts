@@ -50,9 +50,11 @@ local function stuck_joins(item, stats, now)
   end
 end
 -- Take a delivery out of its receiver's queued set and its item's in-flight set; when it was
--- the item's last one, mark the item done, record its makespan (bounded list) and return it,
--- else return -1.
-local function finish_item(pending, item, stats, makespans, id, now, queued)
+-- the item's last one, mark the item done, record its makespan (bounded list), append its
+-- item-done event (config/events.ts; in the same script, so a waiting client sees it at once and
+-- no crash can lose it) and return the makespan, else return -1. The app's keys are derived from
+-- its stats key (\`<A>stats\`).
+local function finish_item(pending, item, stats, makespans, id, now, queued, maxLen, app)
   redis.call('SREM', queued, id)
   redis.call('SREM', pending, id)
   if redis.call('SCARD', pending) > 0 then return -1 end
@@ -66,6 +68,15 @@ local function finish_item(pending, item, stats, makespans, id, now, queued)
   redis.call('LPUSH', makespans, ms)
   redis.call('LTRIM', makespans, 0, 9999)
   redis.call('HINCRBY', stats, 'items:done', 1)
+  local base = string.sub(stats, 1, #stats - 5)
+  local itemId = string.sub(item, #base + 6)
+  local outs = redis.call('SMEMBERS', base .. 'out:' .. itemId)
+  table.sort(outs)
+  for j, o in ipairs(outs) do outs[j] = cjson.encode(o) end
+  local failed = redis.call('HGET', item, 'failed') == '1' and ',"failed":true' or ''
+  redis.call('XADD', base .. 'events', 'MAXLEN', '~', maxLen, '*', 'json',
+    '{"type":"item-done","app":' .. cjson.encode(app) .. ',"item":' .. cjson.encode(itemId) .. ',"makespanMs":' .. ms ..
+    ',"outputs":[' .. table.concat(outs, ',') .. ']' .. failed .. ',"ts":' .. now .. '}')
   return ms
 end
 -- A receiver took its copy: drop it from the holders; the last one deletes the bytes.
@@ -143,20 +154,27 @@ const COMMIT = FINISH_FN + `
 -- deliveries to send, which the caller adds right after this script on the same connection; a
 -- redelivered delivery re-sends them from there, so a crash between this script and the adds
 -- loses nothing), free the inputs, record runtimes and events, and finish the delivery.
+-- An item the task is already done for (a copy that ran without a look at the marker first:
+-- the runner only looks for copies it suspects) is counted a duplicate and only finished and
+-- its inputs freed: the first run's outputs and records stand.
 -- KEYS: 1 stats, 2 events, 3 makespans, then per item 5 keys: done, join, rt, pending, item
 -- ARGV: 1 doneTtl, 2 task, 3 node, 4 eventsMaxLen, 5 now, 6 blob key prefix, 7 queued key
---   prefix, then per item: start, finish, files, delivery id, outbox JSON, n events, events...,
---   n releases, (blob, holder)..., n outputs, per output: blob id, bytes, n, (id, receiver)...
+--   prefix, 8 app, then per item: start, finish, files, delivery id, outbox JSON, enter, n events,
+--   events..., n releases, (blob, holder)..., n outputs, per output: blob id, bytes, n,
+--   (id, receiver)...
 -- Returns the makespan per item (-1 while the item still has deliveries in flight).
 local t, pre, qpre = ARGV[2], ARGV[6], ARGV[7]
 local res = {}
-local i = 8
+local i = 9
 for e = 0, (#KEYS - 3) / 5 - 1 do
   local done, join, rt, pending, item = KEYS[4 + 5 * e], KEYS[5 + 5 * e], KEYS[6 + 5 * e], KEYS[7 + 5 * e], KEYS[8 + 5 * e]
-  local start, finish, files, jobId, outbox = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-  i = i + 5
+  local start, finish, files, jobId, outbox, enter = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+  i = i + 6
+  local dup = redis.call('EXISTS', done) == 1
   local nev = tonumber(ARGV[i])
-  for j = 1, nev do redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'json', ARGV[i + j]) end
+  if not dup then
+    for j = 1, nev do redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'json', ARGV[i + j]) end
+  end
   i = i + nev + 1
   local nrel = tonumber(ARGV[i])
   local releases = {}
@@ -166,22 +184,29 @@ for e = 0, (#KEYS - 3) / 5 - 1 do
   i = i + 1
   for o = 1, nout do
     local blob = pre .. ARGV[i]
-    redis.call('SET', blob, ARGV[i + 1])
     local nids = tonumber(ARGV[i + 2])
-    for j = 1, nids do
-      local id = ARGV[i + 1 + 2 * j]
-      redis.call('SADD', blob .. ':h', id)
-      redis.call('SADD', pending, id)
-      redis.call('SADD', qpre .. ARGV[i + 2 + 2 * j], id)
+    if not dup then
+      redis.call('SET', blob, ARGV[i + 1])
+      for j = 1, nids do
+        local id = ARGV[i + 1 + 2 * j]
+        redis.call('SADD', blob .. ':h', id)
+        redis.call('SADD', pending, id)
+        redis.call('SADD', qpre .. ARGV[i + 2 + 2 * j], id)
+      end
     end
     i = i + 3 + 2 * nids
   end
-  redis.call('SET', done, outbox, 'EX', ARGV[1])
-  redis.call('DEL', join)
-  redis.call('HSET', rt, t .. '|start', start, t .. '|finish', finish, t .. '|node', ARGV[3], t .. '|file', files)
-  redis.call('HINCRBY', KEYS[1], 'processed:' .. t, 1)
+  if dup then
+    redis.call('HINCRBY', KEYS[1], 'dup:' .. t, 1)
+  else
+    redis.call('SET', done, outbox, 'EX', ARGV[1])
+    redis.call('DEL', join)
+    redis.call('HSETNX', rt, t .. '|enter', enter)
+    redis.call('HSET', rt, t .. '|start', start, t .. '|finish', finish, t .. '|node', ARGV[3], t .. '|file', files)
+    redis.call('HINCRBY', KEYS[1], 'processed:' .. t, 1)
+  end
   for _, r in ipairs(releases) do release(pre, r[1], r[2]) end
-  res[e + 1] = finish_item(pending, item, KEYS[1], KEYS[3], jobId, ARGV[5], qpre .. t)
+  res[e + 1] = finish_item(pending, item, KEYS[1], KEYS[3], jobId, ARGV[5], qpre .. t, ARGV[4], ARGV[8])
 end
 return res
 `;
@@ -189,7 +214,7 @@ return res
 const DELIVER = FINISH_FN + `
 -- The sink wrote the file: count it delivered once, or as a suppressed duplicate; free the blob;
 -- finish the delivery. KEYS: delivered names, item, stats, pending, makespans, sink's queued set
--- ARGV: output name, now, delivery id, blob key prefix, blob id
+-- ARGV: output name, now, delivery id, blob key prefix, blob id, eventsMaxLen, app
 -- Returns {makespan, delivered names...} when the item finished, else {-1}.
 if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], 'lastOutputAt', ARGV[2])
@@ -198,7 +223,7 @@ else
   redis.call('HINCRBY', KEYS[3], 'dupSuppressed', 1)
 end
 release(ARGV[4], ARGV[5], ARGV[3])
-local ms = finish_item(KEYS[4], KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[2], KEYS[6])
+local ms = finish_item(KEYS[4], KEYS[2], KEYS[3], KEYS[5], ARGV[3], ARGV[2], KEYS[6], ARGV[6], ARGV[7])
 if ms < 0 then return {-1} end
 local out = redis.call('SMEMBERS', KEYS[1])
 table.insert(out, 1, ms)
@@ -213,8 +238,8 @@ return 1
 
 const FINISH = FINISH_FN + `
 -- KEYS: pending set, item hash, stats hash, makespans list, receiver's queued set
--- ARGV: delivery id, now
-return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], KEYS[5])
+-- ARGV: delivery id, now, eventsMaxLen, app
+return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], KEYS[5], ARGV[3], ARGV[4])
 `;
 
 export interface ScriptedRedis extends Redis {
@@ -224,9 +249,9 @@ export interface ScriptedRedis extends Redis {
   jStage(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number>;
   /** numKeys, keys, args: see COMMIT. */
   jCommit(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number[]>;
-  jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, queued: string, name: string, now: number, id: string, blobPrefix: string, blob: string): Promise<Array<number | string>>;
+  jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, queued: string, name: string, now: number, id: string, blobPrefix: string, blob: string, eventsMaxLen: number, app: string): Promise<Array<number | string>>;
   jRelease(blobPrefix: string, blob: string, holder: string): Promise<number>;
-  jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number): Promise<number>;
+  jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number, eventsMaxLen: number, app: string): Promise<number>;
 }
 
 /** Define Jupiter's scripts on a connection (idempotent). */

@@ -7,7 +7,7 @@ import type { Redis, ChainableCommander } from 'ioredis';
 import { withScripts } from './scripts.js';
 import { runtimeError } from '../../config/errors.js';
 import { appKeys, type AppKeys } from './keys.js';
-import { blobIdFor, BUNDLE_MAX, bundleIdFor, deliveryIdFor, type BundleJob, type Delivery } from './naming.js';
+import { blobIdFor, BUNDLE_MAX, bundleIdFor, deliveryIdFor, inlineBytes, type BundleJob, type Delivery } from './naming.js';
 import type { PipelineSettings } from './settings.js';
 
 export interface OutgoingFile {
@@ -53,7 +53,9 @@ export class AppQueues {
   queue(name: string): Queue<BundleJob> {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue<BundleJob>(name, { connection: this.redis, prefix: this.keys.queuePrefix });
+      // No version check: it costs an INFO round trip per Queue object, ahead of its first add
+      // (the source makes new ones per submit); the runners' workers check the version.
+      q = new Queue<BundleJob>(name, { connection: this.redis, prefix: this.keys.queuePrefix, skipVersionCheck: true });
       q.on('error', () => undefined);
       this.queues.set(name, q);
     }
@@ -90,7 +92,8 @@ export class AppQueues {
       if (ids.length === 0) continue;
       stageArgs.push(blob, f.bytes, ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
       outputs++;
-      f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length } }));
+      const inline = inlineBytes(f.bytes);
+      f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length, inline } }));
     }
     return { jobs, outputs, stageArgs };
   }
@@ -115,6 +118,11 @@ export class AppQueues {
         ? this.queue(q).add(name(bundles[0]!), { d: bundles[0]! }, this.jobOptions(bundleIdFor(bundles[0]!)))
         : this.queue(q).addBulk(bundles.map((b) => ({ name: name(b), data: { d: b }, opts: this.jobOptions(bundleIdFor(b)) })));
     }));
+  }
+
+  /** Send an outbox again (its sender may have died before it went out): flagged as resent. */
+  resend(jobs: QueuedJob[]): Promise<unknown> {
+    return this.enqueue(jobs.map((j) => ({ queue: j.queue, d: { ...j.d, resent: true } })));
   }
 
   /**
@@ -149,7 +157,8 @@ export class AppQueues {
         if (ids.length === 0) continue;
         keys.push(this.keys.blob(blob), this.keys.blobHolders(blob), this.keys.pending(item));
         args.push(f.bytes, ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
-        f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length } }));
+        const inline = inlineBytes(f.bytes);
+        f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length, inline } }));
       }
     }
     if (jobs.length === 0 && !before) return [];

@@ -36,7 +36,7 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   const adds: QueuedJob[] = [];
   if (runs.length > 0) {
     const keys: string[] = [k.stats, k.events, k.makespans];
-    const args: Array<string | number | Buffer> = [settings.doneTtlSec, T, ctx.node, maxLen, Date.now(), k.blob(''), k.queued('')];
+    const args: Array<string | number | Buffer> = [settings.doneTtlSec, T, ctx.node, maxLen, Date.now(), k.blob(''), k.queued(''), k.app];
     for (const r of runs) {
       const item = r.d.item;
       keys.push(k.done(T, item), k.join(T, item), k.rt(item), k.pending(item), k.item(item));
@@ -45,7 +45,7 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
         ...(r.announced ? [] : [ctx.event('enter', item, r.at), ctx.event('start', item, r.start)]),
         ctx.event('finish', item, r.finish, { durationMs: r.finish - r.start }),
       ];
-      args.push(r.start, r.finish, r.names.join(';'), r.d.id, JSON.stringify(r.jobs), events.length, ...events.map((e) => JSON.stringify(e)));
+      args.push(r.start, r.finish, r.names.join(';'), r.d.id, JSON.stringify(r.jobs), r.at, events.length, ...events.map((e) => JSON.stringify(e)));
       args.push(r.inputs.length, ...r.inputs.flatMap((inp) => [inp.blob, inp.id]));
       args.push(r.outputs, ...r.stageArgs);
       adds.push(...r.jobs);
@@ -57,13 +57,13 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
     if (s.kind === 'run') continue;
     const d = s.d;
     if (s.kind === 'dup') {
-      adds.push(...s.outbox);
+      adds.push(...s.outbox.map((j) => ({ queue: j.queue, d: { ...j.d, resent: true } })));
       pipe.jRelease(k.blob(''), d.blob, d.id);
       pipe.hincrby(k.stats, `dup:${T}`, 1);
     } else {
       addEvent(pipe, k, maxLen, ctx.event('enter', d.item, s.at));
     }
-    pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, now);
+    pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, now, maxLen, k.app);
   }
   // Input bytes of each run beside its runtimes, for the online execution models
   // (orchestrator/adapt); queued last so the replies above keep their positions.

@@ -28,7 +28,7 @@ import { createInvoker, type TaskInvoker } from '../invoke/invoker.js';
 import { OutputPathError } from '../invoke/paths.js';
 import { routeOutputs, RoutingError } from '../dag/routing.js';
 import { connectRedis } from '../queue/connection.js';
-import { addEvent, emitItemDone } from '../queue/events.js';
+import { addEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInput } from '../queue/failures.js';
 import { appKeys, type AppKeys } from '../queue/keys.js';
 import { BUNDLE_MAX, type BundleJob } from '../queue/naming.js';
@@ -250,7 +250,7 @@ export class TaskRunner {
    */
   private async handle(h: InHand): Promise<void> {
     const earlier = this.handling.get(h.d.id);
-    const mine = (earlier ? earlier.catch(() => undefined) : Promise.resolve()).then(() => this.handleOne(h));
+    const mine = (earlier ? earlier.catch(() => undefined) : Promise.resolve()).then(() => this.handleOne(h, earlier !== undefined));
     this.handling.set(h.d.id, mine);
     try {
       await mine;
@@ -259,12 +259,12 @@ export class TaskRunner {
     }
   }
 
-  private async handleOne(h: InHand): Promise<void> {
+  private async handleOne(h: InHand, copy: boolean): Promise<void> {
     // Input bytes held by this runner stay bounded however many deliveries it has in hand.
     const size = h.d.size ?? 0;
     await this.heldBytes.take(size);
     try {
-      const arrival = await this.arrivals.push(h);
+      const arrival = (copy ? undefined : this.inlineArrival(h)) ?? (await this.arrivals.push(h));
       let settle: Settle;
       if (arrival.kind === 'dup') {
         // A copy of something this task already did for the item. If this very job was started
@@ -275,14 +275,28 @@ export class TaskRunner {
       } else if (arrival.kind === 'wait') {
         settle = { ...h, kind: 'wait' };
       } else {
-        // The commit is already under way; the slot was emptied meanwhile.
-        await this.maybeDone(h.d.item, await this.runInSlot(h, arrival.pairs));
+        // The commit is already under way; the slot was emptied meanwhile. (An item that
+        // finishes here gets its item-done event from the commit script itself.)
+        await this.runInSlot(h, arrival.pairs);
         return;
       }
-      await this.maybeDone(h.d.item, await this.settles.push(settle));
+      await this.settles.push(settle);
     } finally {
       this.heldBytes.give(size);
     }
+  }
+
+  /**
+   * A first copy of a small single-input delivery runs at once on the bytes it carries: the
+   * arrive round trip is only for joins, large files and copies that may be duplicates (a job
+   * taken again, a re-sent outbox, a retry). The commit still refuses a run the task already
+   * committed for the item (the enter time is recorded there too).
+   */
+  private inlineArrival(h: InHand): Arrival | undefined {
+    const { d } = h;
+    if (this.opts.task.numInputs !== 1 || d.inline === undefined || d.resent || d.tries || h.job.attemptsStarted > 1) return undefined;
+    const inp: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at: h.at, size: d.size };
+    return { kind: 'run', pairs: [{ inp, bytes: Buffer.from(d.inline, 'base64') }] };
   }
 
   /**
@@ -387,10 +401,6 @@ export class TaskRunner {
 
   private settle(group: Settle[]): Promise<number[]> {
     return commitGroup({ redis: this.redis, keys: this.keys, queues: this.queues!, settings: this.settings, task: this.opts.task.name, node: this.opts.node, event: (...a) => this.event(...a) }, group);
-  }
-
-  private async maybeDone(item: string, makespan: number): Promise<void> {
-    if (makespan >= 0) await emitItemDone(this.redis, this.keys, this.settings.eventsMaxLen, item, makespan);
   }
 
   /** Finish the items running, return the prefetched jobs to the queue, then stop (SIGTERM path). */

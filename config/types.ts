@@ -116,6 +116,8 @@ export interface ClusterConfig {
   };
   /** Key prefix for everything Jupiter writes to Redis. */
   redisPrefix: string;
+  /** Network profiler flags of the agents `stack up` starts on nodes' engines (unset: the agent's defaults). */
+  profiler?: { probeSizesKb?: number[]; bootstrapRounds?: number; refreshSec?: number; probeTimeoutSec?: number };
   /** Folder for state of the embedded stack and deployments (absolute). Rule: a relative
    *  stateDir is resolved against the folder of the configuration file that sets it; with no
    *  configuration file, .jupiter in the working directory. */

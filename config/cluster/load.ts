@@ -184,7 +184,7 @@ async function buildNodes(file: ClusterConfigFile | undefined, text: string, jso
 /** Parse and schema-check the text of a jupiter.config.json (`file` is only used in messages). */
 export function parseClusterConfigText(text: string, file: string): ClusterConfigFile {
   const data = parseJsonText(text, file, CONFIG_FILE);
-  checkSchema(validateFile(), data, text, file, 'see the documented schema in config/schemas/cluster-config.ts (keys: redis, mqtt, mapper, runtime, stateDir, docker, nodes)');
+  checkSchema(validateFile(), data, text, file, 'see the documented schema in config/schemas/cluster-config.ts (keys: redis, mqtt, mapper, runtime, stateDir, docker, profiler, nodes)');
   return data;
 }
 
@@ -272,6 +272,7 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
     stateDir: resolve(baseDir, file?.stateDir ?? CLUSTER_DEFAULTS.stateDir),
   };
   if (redisUrl !== undefined) config.redisUrl = redisUrl;
+  if (file?.profiler) config.profiler = { ...file.profiler };
   // Relative to the configuration file, so that every shell using that file finds the same stack.
   config.stateDirOrigin = !jsonPath
     ? 'default .jupiter in the working directory: no jupiter.config.json'

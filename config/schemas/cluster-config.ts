@@ -58,6 +58,17 @@ export const clusterConfigSchema = {
       },
       additionalProperties: false,
     },
+    profiler: {
+      type: 'object',
+      description: 'network profiler settings of the node agents that `stack up` starts on the nodes\' engines (the `jupiter agent` flags of the same names)',
+      properties: {
+        probeSizesKb: { type: 'array', items: { type: 'number', exclusiveMinimum: 0, maximum: 65536 }, minItems: 1, maxItems: 16, description: 'probe sizes in KB (default 1,10,100,1000,10000)' },
+        bootstrapRounds: { type: 'integer', minimum: 1, maximum: 10, description: 'times the start-up burst sends every size to every peer (default 3)' },
+        refreshSec: { type: 'number', exclusiveMinimum: 0, maximum: 86400, description: 'period of the steady-state probe round in seconds (default 60)' },
+        probeTimeoutSec: { type: 'number', exclusiveMinimum: 0, maximum: 3600, description: 'a probe taking longer fails: how soon a cut link shows (default 60)' },
+      },
+      additionalProperties: false,
+    },
     nodes: {
       type: 'array',
       minItems: 1,
@@ -96,6 +107,7 @@ export interface ClusterConfigFile {
   runtime?: 'process' | 'docker';
   stateDir?: string;
   docker?: { baseImage?: string; network?: 'host' | 'bridge'; cpus?: number; memoryMb?: number; restart?: 'on-failure' | 'unless-stopped' };
+  profiler?: ProfilerSettings;
   nodes?: Array<{ name: string; host?: string; docker?: string; tls?: { ca?: string; cert?: string; key?: string }; agent?: string }>;
 }
 
@@ -105,4 +117,12 @@ export interface MqttTlsFile {
   cert?: string;
   key?: string;
   rejectUnauthorized?: boolean;
+}
+
+/** profiler of jupiter.config.json: the agents' network profiler flags. */
+export interface ProfilerSettings {
+  probeSizesKb?: number[];
+  bootstrapRounds?: number;
+  refreshSec?: number;
+  probeTimeoutSec?: number;
 }

@@ -16,6 +16,7 @@ interface AgentFlags {
   probeSizes: string;
   bootstrapRounds: string;
   refresh: string;
+  probeTimeout: string;
   resourceInterval: string;
 }
 
@@ -61,6 +62,7 @@ export function register(program: Command): void {
     .option('--probe-sizes <kb,...>', 'network probe sizes in KB', DEFAULT_PROBE_SIZES_KB.join(','))
     .option('--bootstrap-rounds <n>', 'times the start-up burst sends every size to every peer', '3')
     .option('--refresh <seconds>', 'period of the steady-state probe round', '60')
+    .option('--probe-timeout <seconds>', 'a probe that takes longer fails (a cut link is seen after this long)', '60')
     .option('--resource-interval <seconds>', 'period of the resource profiler', '2')
     .action(action(async (flags: AgentFlags) => {
       if (!SAFE_NAME.test(flags.node)) {
@@ -71,6 +73,7 @@ export function register(program: Command): void {
       const bootstrapRounds = positive('bootstrap-rounds', flags.bootstrapRounds, true);
       const refreshMs = positive('refresh', flags.refresh) * 1000;
       const resourceMs = positive('resource-interval', flags.resourceInterval) * 1000;
+      const timeoutMs = positive('probe-timeout', flags.probeTimeout) * 1000;
       const [{ Agent }, { defaultHandlers }, { resolveRedis }] = await Promise.all([
         import('../../../profilers/agent/agent.js'), import('../../../profilers/agent/handlers.js'), import('../../connect.js'),
       ]);
@@ -85,7 +88,7 @@ export function register(program: Command): void {
         listenPort: listen.port,
         advertiseHost: flags.advertise,
         heartbeatMs,
-        network: { sizes, bootstrapRounds, refreshMs },
+        network: { sizes, bootstrapRounds, refreshMs, timeoutMs },
         resource: { intervalMs: resourceMs },
         handlers: defaultHandlers(),
       });

@@ -12,6 +12,7 @@ import { register as status } from './status.js';
 import { register as logs } from './logs.js';
 import { register as teardown } from './teardown.js';
 import { register as stack } from './stack.js';
+import { register as testbed } from './testbed.js';
 
 export type RegisterCommand = (program: Command) => void;
 
@@ -29,4 +30,5 @@ export const commands: RegisterCommand[] = [
   agent,
   viz,
   stack,
+  testbed,
 ];

@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import { isAlive } from '../stack/state.js';
-import { loadClusterConfig } from '../../config/cluster/load.js';
 import { removeNetwork } from './netns.js';
 import { removeFaultChain } from './faults.js';
 import { removeCgroup, stopEngine } from './engines.js';
@@ -31,8 +30,8 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
   if (existsSync(state.configFile)) {
     await withStep(progress, 'Stack down (apps, agent containers, hub)', async (step) => {
       try {
-        const { stopStack } = await import('../stack/embedded.js');
-        const lines = await stopStack(await loadClusterConfig({ env: { JUPITER_CONFIG: state.configFile } }));
+        const [{ stopStack }, { loadTestbedCluster }] = await Promise.all([import('../stack/embedded.js'), import('./up.js')]);
+        const lines = await stopStack(await loadTestbedCluster(state));
         out.push(...lines);
         step.update(`${lines.length} done`);
       } catch (e) {

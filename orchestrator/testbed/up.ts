@@ -19,15 +19,20 @@ import { createFaultChain } from './faults.js';
 import { startHomeRedis } from './home.js';
 import { startEngine } from './engines.js';
 import { writeClusterConfig } from './cluster-config.js';
+import { seedAgentImages } from './images.js';
 import { readTestbedState, writeTestbedState, type TestbedState } from './state.js';
 import { testbedDown } from './down.js';
 
 const ENGINES_AT_ONCE = 4;
 export const CONFIG_NAME = 'jupiter.config.json';
 
-/** The testbed's cluster configuration, loaded the way every other command loads it. */
+/**
+ * The testbed's cluster configuration, loaded the way every other command loads it. It becomes
+ * this process's JUPITER_CONFIG, so the processes `stack up` starts (the hub) use it too.
+ */
 export function loadTestbedCluster(state: TestbedState): ReturnType<typeof loadClusterConfig> {
-  return loadClusterConfig({ env: { JUPITER_CONFIG: state.configFile } });
+  process.env.JUPITER_CONFIG = state.configFile;
+  return loadClusterConfig();
 }
 
 export interface UpTimings {
@@ -86,6 +91,7 @@ export async function testbedUp(topo: Topology, dir: string, progress: Progress,
     writeClusterConfig(state);
     const t1 = Date.now();
     const cluster = await loadTestbedCluster(state);
+    await seedAgentImages(state, cluster, dir, progress);
     const [{ ensureStack }, { waitForAgentHeartbeats }] = await Promise.all([import('../stack/embedded.js'), import('../stack/node-agents.js')]);
     const ep = await ensureStack(cluster, progress);
     await withStep(progress, `Waiting for ${ep.agents.length} agent heartbeats`, async (step) => {

@@ -165,7 +165,7 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
 }
 
 /** Tear down every app still deployed; unreached lists engines whose containers may still run. */
-async function teardownAll(cluster: ClusterConfig, redisUrl: string): Promise<{ lines: string[]; unreached: string[] }> {
+export async function teardownAll(cluster: ClusterConfig, redisUrl: string): Promise<{ lines: string[]; unreached: string[] }> {
   const { connectRedis } = await import('../../circe/queue/connection.js');
   const { deployedApps } = await import('../deploy/record.js');
   const { teardownApp } = await import('../deploy/teardown.js');

@@ -30,8 +30,12 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
   if (existsSync(state.configFile)) {
     await withStep(progress, 'Stack down (apps, agent containers, hub)', async (step) => {
       try {
-        const [{ stopStack }, { loadTestbedCluster }] = await Promise.all([import('../stack/embedded.js'), import('./up.js')]);
-        const lines = await stopStack(await loadTestbedCluster(state));
+        const [{ stopStack, teardownAll }, { loadTestbedCluster }] = await Promise.all([import('../stack/embedded.js'), import('./up.js')]);
+        const cluster = await loadTestbedCluster(state);
+        // The testbed's Redis is configured, not the stack's own: `stack down` leaves its apps
+        // alone, so they go first here (the home's sink processes among them).
+        const lines = state.redis && isAlive(state.redis.pid) ? (await teardownAll(cluster, state.redis.url)).lines : [];
+        lines.push(...(await stopStack(cluster)));
         out.push(...lines);
         step.update(`${lines.length} done`);
       } catch (e) {

@@ -18,23 +18,25 @@ import { parseDeployOutput } from '../e2e/workdir.js';
 import { checkTestbedHost } from '../../orchestrator/testbed/preflight.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
 import { demuxLogs } from '../../circe/runtime/docker.js';
+import { isAlive } from '../../circe/runtime/pid.js';
 
-// a1, a2 at 20 Mbit/s, b1 at 40; b2 at 40 but 30 to b1 (an explicit link); a1 has a CPU limit.
+// node1, node2 at 20 Mbit/s, node3 at 40; node4 at 40 but 30 to node3 (an explicit link); node1
+// has a CPU limit. (apps/dummy pins its entry task to node1.)
 const TOPOLOGY = {
   name: 'accept4',
   home: { uplink: '100mbit' },
   hosts: [
-    { name: 'a1', uplink: '20mbit', cpus: 1 },
-    { name: 'a2', uplink: '20mbit' },
-    { name: 'b1', uplink: '40mbit' },
-    { name: 'b2', uplink: '40mbit' },
+    { name: 'node1', uplink: '20mbit', cpus: 1 },
+    { name: 'node2', uplink: '20mbit' },
+    { name: 'node3', uplink: '40mbit' },
+    { name: 'node4', uplink: '40mbit' },
   ],
-  links: [{ between: ['b1', 'b2'], rate: '30mbit' }],
+  links: [{ between: ['node3', 'node4'], rate: '30mbit' }],
 };
 const HOSTS = TOPOLOGY.hosts.map((h) => h.name);
 
 function shapedMbit(from: string, to: string): number {
-  if ([from, to].sort().join() === 'b1,b2') return 30;
+  if ([from, to].sort().join() === 'node3,node4') return 30;
   const up = (n: string) => Number(TOPOLOGY.hosts.find((h) => h.name === n)!.uplink.replace('mbit', ''));
   return Math.min(up(from), up(to));
 }
@@ -74,7 +76,8 @@ function leftovers(state: TestbedState, dir: string): string[] {
       // not a folder
     }
   }
-  if (state.redis && existsSync(`/proc/${state.redis.pid}`)) out.push(`redis pid ${state.redis.pid}`);
+  // A zombie (exited, its parent init not yet reaping) is gone.
+  if (state.redis && isAlive(state.redis.pid)) out.push(`redis pid ${state.redis.pid}`);
   return out;
 }
 
@@ -122,9 +125,9 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
       const agents = await engine(h).listContainers({ filters: { label: ['jupiter.role=agent'] } });
       expect(agents.map((c) => [c.Labels['jupiter.node'], c.State]), h).to.deep.equal([[h, 'running']]);
     }
-    // a1's containers sit under its CPU-limited cgroup.
-    const a1 = state.hosts.find((h) => h.name === 'a1')!;
-    expect(a1.engine!.cgroup).to.equal(`jtb${state.id}-a1`);
+    // node1's containers sit under its CPU-limited cgroup.
+    const n1 = state.hosts.find((h) => h.name === 'node1')!;
+    expect(n1.engine!.cgroup).to.equal(`jtb${state.id}-node1`);
   });
 
   it('`deploy dummy --runtime docker --wait`: runners in containers on their hosts\' engines, outputs exact', async () => {
@@ -165,29 +168,30 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
     for (const r of rows) expect(Math.abs(r.error), `${r.link}: ${r.profiledMbit} vs ${r.shapedMbit} Mbit/s`).to.be.below(0.15);
   });
 
-  it('`testbed link a1 b1 --down`: a1\'s profiler sees the cut within 10 s; `--up` restores it', async () => {
-    const agent = (await engine('a1').listContainers({ filters: { label: ['jupiter.role=agent'] } }))[0]!;
-    const c = engine('a1').getContainer(agent.Id);
+  it('`testbed link node1 node3 --down`: node1\'s profiler sees the cut within 10 s; `--up` restores it', async () => {
+    const agent = (await engine('node1').listContainers({ filters: { label: ['jupiter.role=agent'] } }))[0]!;
+    const c = engine('node1').getContainer(agent.Id);
     const since = Math.floor(Date.now() / 1000);
+    const r = await box!.ok(['testbed', 'link', 'node1', 'node3', '--down', '--dir', 'tb']);
+    // From the moment the rules are in place (the CLI has returned; its start-up is not the link's).
     const t0 = Date.now();
-    const r = await box!.ok(['testbed', 'link', 'a1', 'b1', '--down', '--dir', 'tb']);
-    expect(r.stdout).to.include('a1 -> b1: down');
+    expect(r.stdout).to.include('node1 -> node3: down');
     let seenMs = -1;
     while (Date.now() - t0 < 10_000) {
       const logs = demuxLogs((await c.logs({ stdout: true, stderr: true, since, follow: false })) as unknown as Buffer).combined;
-      if (/probe to b1 \(\d+ B\) failed/.test(logs)) {
+      if (/probe to node3 \(\d+ B\) failed/.test(logs)) {
         seenMs = Date.now() - t0;
         break;
       }
       await sleep(250);
     }
-    expect(seenMs, 'no failed probe a1 -> b1 in the agent log within 10 s').to.be.greaterThan(0);
-    console.log(`      cut a1 - b1 seen by a1's profiler after ${(seenMs / 1000).toFixed(1)} s`);
+    expect(seenMs, 'no failed probe node1 -> node3 in the agent log within 10 s').to.be.greaterThan(0);
+    console.log(`      cut node1 - node3 seen by node1's profiler after ${(seenMs / 1000).toFixed(1)} s`);
     const st = await box!.ok(['testbed', 'status', '--dir', 'tb']);
-    expect(st.stdout).to.match(/a1 -> b1 .*down/);
-    await box!.ok(['testbed', 'link', 'a1', 'b1', '--up', '--dir', 'tb']);
-    await box!.ok(['testbed', 'link', 'a2', 'b2', '--rate', '5mbit', '--dir', 'tb']);
-    expect((await box!.ok(['testbed', 'status', '--dir', 'tb'])).stdout).to.match(/a2 -> b2 .*5mbit/);
+    expect(st.stdout).to.match(/node1 -> node3 .*down/);
+    await box!.ok(['testbed', 'link', 'node1', 'node3', '--up', '--dir', 'tb']);
+    await box!.ok(['testbed', 'link', 'node2', 'node4', '--rate', '5mbit', '--dir', 'tb']);
+    expect((await box!.ok(['testbed', 'status', '--dir', 'tb'])).stdout).to.match(/node2 -> node4 .*5mbit/);
   });
 
   it('`testbed down` leaves no namespace, veth, bridge, qdisc, iptables rule, engine, container, cgroup or folder', async () => {

@@ -18,7 +18,8 @@ function toInt(a: string): number {
   return a.split('.').reduce((s, x) => s * 256 + Number(x), 0);
 }
 
-function overlaps(a: string, b: string): boolean {
+/** Whether two CIDR prefixes share addresses. */
+export function overlaps(a: string, b: string): boolean {
   const [pa, la] = a.split('/') as [string, string];
   const [pb, lb] = b.split('/') as [string, string];
   const len = Math.min(Number(la), Number(lb));
@@ -28,7 +29,7 @@ function overlaps(a: string, b: string): boolean {
 }
 
 /** Every prefix in use here: addresses and routes of the root namespace. */
-function usedPrefixes(): string[] {
+export function usedPrefixes(): string[] {
   const text = ip('-4', '-o', 'addr') + ip('-4', 'route', 'show', 'table', 'all');
   return [...text.matchAll(/\b(\d+\.\d+\.\d+\.\d+)(?:\/(\d+))?/g)].map((m) => `${m[1]}/${m[2] ?? '32'}`);
 }

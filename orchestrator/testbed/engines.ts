@@ -5,6 +5,7 @@
 // A host's CPU limit is a cgroup of ours that dockerd puts every container under (--cgroup-parent),
 // so the agent and the runners there share that much CPU, like on a machine of that size.
 import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawnDockerd, stopDockerd, unmountUnder } from '../stack/dockerd.js';
 import type { EngineState, HostState, TestbedState } from './state.js';
@@ -104,7 +105,8 @@ export async function stopEngine(host: HostState): Promise<string[]> {
   if (!e) return [];
   const out = await stopDockerd(e.pid, e.socket, `the engine of ${host.name}`);
   unmountUnder([e.execRoot, e.dataRoot]);
-  for (const d of [e.execRoot, e.dataRoot, join(e.socket, '..')]) rmSync(d, { recursive: true, force: true });
+  // Asynchronous: the engines' data roots (tens of thousands of image files each) go in parallel.
+  await Promise.all([e.execRoot, e.dataRoot, join(e.socket, '..')].map((d) => rm(d, { recursive: true, force: true })));
   if (e.cgroup) removeCgroup(e.cgroup);
   return out;
 }

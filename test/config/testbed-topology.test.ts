@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { formatRate, parseRate, parseTopologyText } from '../../config/testbed/topology.js';
 import { presetTopology } from '../../orchestrator/testbed/presets.js';
-import { JupiterError } from '../../config/errors.js';
+import type { JupiterError } from '../../config/errors.js';
 
 function errorOf(text: string): JupiterError {
   try {

@@ -125,7 +125,7 @@ export interface ClusterConfig {
   /** Adaptive placement (orchestrator/adapt); the loader fills in the defaults. */
   adapt?: AdaptSettings;
   /** Node agents' profiling settings; the loader fills in the defaults. */
-  profiling?: { probeBudget: number };
+  profiling?: { probeBudget: number; probeSizesKb?: number[]; bootstrapRounds?: number; refreshSec?: number; probeTimeoutSec?: number };
 }
 
 export type AdaptMode = 'off' | 'suggest' | 'auto';

@@ -271,7 +271,7 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
     redisPrefix: file?.redis?.prefix ?? CLUSTER_DEFAULTS.redisPrefix,
     stateDir: resolve(baseDir, file?.stateDir ?? CLUSTER_DEFAULTS.stateDir),
     adapt: { ...ADAPT_DEFAULTS, ...file?.adapt },
-    profiling: { probeBudget: file?.profiling?.probeBudget ?? DEFAULT_PROBE_BUDGET },
+    profiling: { ...file?.profiling, probeBudget: file?.profiling?.probeBudget ?? DEFAULT_PROBE_BUDGET },
   };
   if (redisUrl !== undefined) config.redisUrl = redisUrl;
   // Relative to the configuration file, so that every shell using that file finds the same stack.

@@ -112,3 +112,4 @@ export interface MqttTlsFile {
   key?: string;
   rejectUnauthorized?: boolean;
 }
+

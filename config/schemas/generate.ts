@@ -13,12 +13,13 @@ import { AJV_OPTIONS } from './ajv.js';
 import { appConfigJsonSchema } from './app-config-json.js';
 import { appSpecSchema } from './app-spec.js';
 import { clusterConfigSchema } from './cluster-config.js';
+import { testbedTopologySchema } from './testbed-topology.js';
 
 // CommonJS seen from ESM: the default import is module.exports, whose `default` is the function.
 const standalone = standaloneModule.default;
 
 /** Every schema of ours that lazyValidator() compiles. */
-export const PRECOMPILED_SCHEMAS: readonly AnySchemaObject[] = [appSpecSchema, appConfigJsonSchema, clusterConfigSchema];
+export const PRECOMPILED_SCHEMAS: readonly AnySchemaObject[] = [appSpecSchema, appConfigJsonSchema, clusterConfigSchema, testbedTopologySchema];
 
 /** The text of precompiled.ts for the schemas as they are now. */
 export function precompiledSource(): string {

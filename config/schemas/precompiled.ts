@@ -1022,7 +1022,7 @@ return errors === 0;
 }
 
 export const validate2 = validate12;
-const schema13 = {"$id":"https://jupiter.dev/schemas/jupiter.config.json","title":"jupiter.config.json: where Jupiter runs","type":"object","properties":{"$schema":{"type":"string"},"redis":{"type":"object","description":"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.","properties":{"url":{"type":"string","pattern":"^rediss?://","description":"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)"},"prefix":{"type":"string","pattern":"^[A-Za-z0-9_.:-]{1,64}$","description":"prefix of every key Jupiter writes (default \"jupiter:\")"}},"additionalProperties":false},"mqtt":{"type":"object","description":"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.","properties":{"url":{"type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://","description":"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)"},"username":{"type":"string","description":"env JUPITER_MQTT_USERNAME"},"password":{"type":"string","description":"env JUPITER_MQTT_PASSWORD; prefer the environment over this file"},"compat":{"type":"boolean","description":"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)"},"tls":{"type":"object","description":"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file","properties":{"ca":{"type":"string","minLength":1,"description":"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs"},"cert":{"type":"string","minLength":1,"description":"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)"},"key":{"type":"string","minLength":1,"description":"private key of cert (env JUPITER_MQTT_KEY)"},"rejectUnauthorized":{"type":"boolean","description":"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true"}},"additionalProperties":false}},"additionalProperties":false},"mapper":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]*$","description":"default task mapper, e.g. \"heft\" (env JUPITER_MAPPER)"},"runtime":{"enum":["process","docker"],"description":"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)"},"stateDir":{"type":"string","minLength":1,"description":"folder for the embedded stack and deployment state (default \".jupiter\")"},"adapt":{"type":"object","description":"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)","properties":{"mode":{"enum":["off","suggest","auto"],"description":"\"off\"; \"suggest\" (default): publish the better mapping and its predicted gain; \"auto\": also move the tasks"},"threshold":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)"},"holdSec":{"type":"number","minimum":0,"maximum":86400,"description":"how long the gain must last before acting, seconds (default 30)"}},"additionalProperties":false},"profiling":{"type":"object","description":"node agents' profiling","properties":{"probeBudget":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)"}},"additionalProperties":false},"docker":{"type":"object","description":"container settings of the docker runtime","properties":{"baseImage":{"type":"string","minLength":1,"description":"image with node (and python3 for Python tasks); default \"jupiter/base:local\""},"network":{"enum":["host","bridge"],"description":"container network (default \"host\")"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit per container (default 1)"},"memoryMb":{"type":"integer","minimum":16,"maximum":1048576,"description":"memory limit per container in MiB (default 512)"},"restart":{"enum":["on-failure","unless-stopped"],"description":"restart policy of task containers (default \"on-failure\": a crashed runner comes back, a clean exit stays down)"}},"additionalProperties":false},"nodes":{"type":"array","minItems":1,"description":"the machines: \"home\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"host":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[A-Za-z0-9._:\\[\\]-]+$","description":"host name or IP address of the machine"},"docker":{"type":"string","pattern":"^(unix|tcp|ssh)://","description":"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]"},"tls":{"type":"object","description":"TLS files for a tcp:// Docker endpoint (paths relative to this file)","properties":{"ca":{"type":"string","minLength":1},"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1}},"additionalProperties":false},"agent":{"type":"string","pattern":"^[^\\s]+:\\d{1,5}$","description":"host:port where the node agent listens for probes"}},"additionalProperties":false}}},"additionalProperties":false};
+const schema13 = {"$id":"https://jupiter.dev/schemas/jupiter.config.json","title":"jupiter.config.json: where Jupiter runs","type":"object","properties":{"$schema":{"type":"string"},"redis":{"type":"object","description":"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.","properties":{"url":{"type":"string","pattern":"^rediss?://","description":"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)"},"prefix":{"type":"string","pattern":"^[A-Za-z0-9_.:-]{1,64}$","description":"prefix of every key Jupiter writes (default \"jupiter:\")"}},"additionalProperties":false},"mqtt":{"type":"object","description":"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.","properties":{"url":{"type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://","description":"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)"},"username":{"type":"string","description":"env JUPITER_MQTT_USERNAME"},"password":{"type":"string","description":"env JUPITER_MQTT_PASSWORD; prefer the environment over this file"},"compat":{"type":"boolean","description":"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)"},"tls":{"type":"object","description":"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file","properties":{"ca":{"type":"string","minLength":1,"description":"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs"},"cert":{"type":"string","minLength":1,"description":"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)"},"key":{"type":"string","minLength":1,"description":"private key of cert (env JUPITER_MQTT_KEY)"},"rejectUnauthorized":{"type":"boolean","description":"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true"}},"additionalProperties":false}},"additionalProperties":false},"mapper":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]*$","description":"default task mapper, e.g. \"heft\" (env JUPITER_MAPPER)"},"runtime":{"enum":["process","docker"],"description":"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)"},"stateDir":{"type":"string","minLength":1,"description":"folder for the embedded stack and deployment state (default \".jupiter\")"},"adapt":{"type":"object","description":"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)","properties":{"mode":{"enum":["off","suggest","auto"],"description":"\"off\"; \"suggest\" (default): publish the better mapping and its predicted gain; \"auto\": also move the tasks"},"threshold":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)"},"holdSec":{"type":"number","minimum":0,"maximum":86400,"description":"how long the gain must last before acting, seconds (default 30)"}},"additionalProperties":false},"profiling":{"type":"object","description":"node agents' profiling (the agents `stack up` starts get these as `jupiter agent` flags)","properties":{"probeBudget":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)"},"probeSizesKb":{"type":"array","items":{"type":"number","exclusiveMinimum":0,"maximum":65536},"minItems":1,"maxItems":16,"description":"probe sizes in KB (default 1,10,100,1000,10000)"},"bootstrapRounds":{"type":"integer","minimum":1,"maximum":10,"description":"times the start-up burst sends every size to every peer (default 3)"},"refreshSec":{"type":"number","exclusiveMinimum":0,"maximum":86400,"description":"period of the steady-state probe round in seconds (default 60)"},"probeTimeoutSec":{"type":"number","exclusiveMinimum":0,"maximum":3600,"description":"a probe taking longer fails: how soon a cut link shows (default 60)"}},"additionalProperties":false},"docker":{"type":"object","description":"container settings of the docker runtime","properties":{"baseImage":{"type":"string","minLength":1,"description":"image with node (and python3 for Python tasks); default \"jupiter/base:local\""},"network":{"enum":["host","bridge"],"description":"container network (default \"host\")"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit per container (default 1)"},"memoryMb":{"type":"integer","minimum":16,"maximum":1048576,"description":"memory limit per container in MiB (default 512)"},"restart":{"enum":["on-failure","unless-stopped"],"description":"restart policy of task containers (default \"on-failure\": a crashed runner comes back, a clean exit stays down)"}},"additionalProperties":false},"nodes":{"type":"array","minItems":1,"description":"the machines: \"home\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"host":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[A-Za-z0-9._:\\[\\]-]+$","description":"host name or IP address of the machine"},"docker":{"type":"string","pattern":"^(unix|tcp|ssh)://","description":"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]"},"tls":{"type":"object","description":"TLS files for a tcp:// Docker endpoint (paths relative to this file)","properties":{"ca":{"type":"string","minLength":1},"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1}},"additionalProperties":false},"agent":{"type":"string","pattern":"^[^\\s]+:\\d{1,5}$","description":"host:port where the node agent listens for probes"}},"additionalProperties":false}}},"additionalProperties":false};
 const pattern8 = new RegExp("^rediss?://", "u");
 const pattern9 = new RegExp("^[A-Za-z0-9_.:-]{1,64}$", "u");
 const pattern10 = new RegExp("^(mqtts?|wss?|tcp|tls)://", "u");
@@ -1475,7 +1475,7 @@ if(errors === _errs46){
 if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
 const _errs48 = errors;
 for(const key5 in data21){
-if(!(key5 === "probeBudget")){
+if(!(((((key5 === "probeBudget") || (key5 === "probeSizesKb")) || (key5 === "bootstrapRounds")) || (key5 === "refreshSec")) || (key5 === "probeTimeoutSec"))){
 validate12.errors = [{instancePath:instancePath+"/profiling",schemaPath:"#/properties/profiling/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1503,6 +1503,152 @@ validate12.errors = [{instancePath:instancePath+"/profiling/probeBudget",schemaP
 return false;
 }
 }
+var valid5 = _errs49 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data21.probeSizesKb !== undefined){
+let data23 = data21.probeSizesKb;
+const _errs51 = errors;
+if(errors === _errs51){
+if(Array.isArray(data23)){
+if(data23.length > 16){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb",schemaPath:"#/properties/profiling/properties/probeSizesKb/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"}];
+return false;
+}
+else {
+if(data23.length < 1){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb",schemaPath:"#/properties/profiling/properties/probeSizesKb/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid6 = true;
+const len0 = data23.length;
+for(let i0=0; i0<len0; i0++){
+let data24 = data23[i0];
+const _errs53 = errors;
+if(errors === _errs53){
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 65536 || isNaN(data24)){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb/" + i0,schemaPath:"#/properties/profiling/properties/probeSizesKb/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65536},message:"must be <= 65536"}];
+return false;
+}
+else {
+if(data24 <= 0 || isNaN(data24)){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb/" + i0,schemaPath:"#/properties/profiling/properties/probeSizesKb/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb/" + i0,schemaPath:"#/properties/profiling/properties/probeSizesKb/items/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid6 = _errs53 === errors;
+if(!valid6){
+break;
+}
+}
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb",schemaPath:"#/properties/profiling/properties/probeSizesKb/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid5 = _errs51 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data21.bootstrapRounds !== undefined){
+let data25 = data21.bootstrapRounds;
+const _errs55 = errors;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+validate12.errors = [{instancePath:instancePath+"/profiling/bootstrapRounds",schemaPath:"#/properties/profiling/properties/bootstrapRounds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs55){
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 10 || isNaN(data25)){
+validate12.errors = [{instancePath:instancePath+"/profiling/bootstrapRounds",schemaPath:"#/properties/profiling/properties/bootstrapRounds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"}];
+return false;
+}
+else {
+if(data25 < 1 || isNaN(data25)){
+validate12.errors = [{instancePath:instancePath+"/profiling/bootstrapRounds",schemaPath:"#/properties/profiling/properties/bootstrapRounds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+}
+var valid5 = _errs55 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data21.refreshSec !== undefined){
+let data26 = data21.refreshSec;
+const _errs57 = errors;
+if(errors === _errs57){
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 86400 || isNaN(data26)){
+validate12.errors = [{instancePath:instancePath+"/profiling/refreshSec",schemaPath:"#/properties/profiling/properties/refreshSec/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"}];
+return false;
+}
+else {
+if(data26 <= 0 || isNaN(data26)){
+validate12.errors = [{instancePath:instancePath+"/profiling/refreshSec",schemaPath:"#/properties/profiling/properties/refreshSec/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/profiling/refreshSec",schemaPath:"#/properties/profiling/properties/refreshSec/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid5 = _errs57 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data21.probeTimeoutSec !== undefined){
+let data27 = data21.probeTimeoutSec;
+const _errs59 = errors;
+if(errors === _errs59){
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 3600 || isNaN(data27)){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeTimeoutSec",schemaPath:"#/properties/profiling/properties/probeTimeoutSec/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"}];
+return false;
+}
+else {
+if(data27 <= 0 || isNaN(data27)){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeTimeoutSec",schemaPath:"#/properties/profiling/properties/probeTimeoutSec/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/profiling/probeTimeoutSec",schemaPath:"#/properties/profiling/properties/probeTimeoutSec/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid5 = _errs59 === errors;
+}
+else {
+var valid5 = true;
+}
+}
+}
+}
 }
 }
 }
@@ -1518,25 +1664,25 @@ var valid0 = true;
 }
 if(valid0){
 if(data.docker !== undefined){
-let data23 = data.docker;
-const _errs51 = errors;
-if(errors === _errs51){
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-const _errs53 = errors;
-for(const key6 in data23){
+let data28 = data.docker;
+const _errs61 = errors;
+if(errors === _errs61){
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+const _errs63 = errors;
+for(const key6 in data28){
 if(!(((((key6 === "baseImage") || (key6 === "network")) || (key6 === "cpus")) || (key6 === "memoryMb")) || (key6 === "restart"))){
 validate12.errors = [{instancePath:instancePath+"/docker",schemaPath:"#/properties/docker/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs53 === errors){
-if(data23.baseImage !== undefined){
-let data24 = data23.baseImage;
-const _errs54 = errors;
-if(errors === _errs54){
-if(typeof data24 === "string"){
-if(func2(data24) < 1){
+if(_errs63 === errors){
+if(data28.baseImage !== undefined){
+let data29 = data28.baseImage;
+const _errs64 = errors;
+if(errors === _errs64){
+if(typeof data29 === "string"){
+if(func2(data29) < 1){
 validate12.errors = [{instancePath:instancePath+"/docker/baseImage",schemaPath:"#/properties/docker/properties/baseImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1546,36 +1692,36 @@ validate12.errors = [{instancePath:instancePath+"/docker/baseImage",schemaPath:"
 return false;
 }
 }
-var valid6 = _errs54 === errors;
+var valid7 = _errs64 === errors;
 }
 else {
-var valid6 = true;
+var valid7 = true;
 }
-if(valid6){
-if(data23.network !== undefined){
-let data25 = data23.network;
-const _errs56 = errors;
-if(!((data25 === "host") || (data25 === "bridge"))){
+if(valid7){
+if(data28.network !== undefined){
+let data30 = data28.network;
+const _errs66 = errors;
+if(!((data30 === "host") || (data30 === "bridge"))){
 validate12.errors = [{instancePath:instancePath+"/docker/network",schemaPath:"#/properties/docker/properties/network/enum",keyword:"enum",params:{allowedValues: schema13.properties.docker.properties.network.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
-var valid6 = _errs56 === errors;
+var valid7 = _errs66 === errors;
 }
 else {
-var valid6 = true;
+var valid7 = true;
 }
-if(valid6){
-if(data23.cpus !== undefined){
-let data26 = data23.cpus;
-const _errs57 = errors;
-if(errors === _errs57){
-if((typeof data26 == "number") && (isFinite(data26))){
-if(data26 > 1024 || isNaN(data26)){
+if(valid7){
+if(data28.cpus !== undefined){
+let data31 = data28.cpus;
+const _errs67 = errors;
+if(errors === _errs67){
+if((typeof data31 == "number") && (isFinite(data31))){
+if(data31 > 1024 || isNaN(data31)){
 validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/properties/docker/properties/cpus/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"}];
 return false;
 }
 else {
-if(data26 <= 0 || isNaN(data26)){
+if(data31 <= 0 || isNaN(data31)){
 validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/properties/docker/properties/cpus/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1586,50 +1732,50 @@ validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/pro
 return false;
 }
 }
-var valid6 = _errs57 === errors;
+var valid7 = _errs67 === errors;
 }
 else {
-var valid6 = true;
+var valid7 = true;
 }
-if(valid6){
-if(data23.memoryMb !== undefined){
-let data27 = data23.memoryMb;
-const _errs59 = errors;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+if(valid7){
+if(data28.memoryMb !== undefined){
+let data32 = data28.memoryMb;
+const _errs69 = errors;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
-if(errors === _errs59){
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 1048576 || isNaN(data27)){
+if(errors === _errs69){
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 > 1048576 || isNaN(data32)){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"}];
 return false;
 }
 else {
-if(data27 < 16 || isNaN(data27)){
+if(data32 < 16 || isNaN(data32)){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 16},message:"must be >= 16"}];
 return false;
 }
 }
 }
 }
-var valid6 = _errs59 === errors;
+var valid7 = _errs69 === errors;
 }
 else {
-var valid6 = true;
+var valid7 = true;
 }
-if(valid6){
-if(data23.restart !== undefined){
-let data28 = data23.restart;
-const _errs61 = errors;
-if(!((data28 === "on-failure") || (data28 === "unless-stopped"))){
+if(valid7){
+if(data28.restart !== undefined){
+let data33 = data28.restart;
+const _errs71 = errors;
+if(!((data33 === "on-failure") || (data33 === "unless-stopped"))){
 validate12.errors = [{instancePath:instancePath+"/docker/restart",schemaPath:"#/properties/docker/properties/restart/enum",keyword:"enum",params:{allowedValues: schema13.properties.docker.properties.restart.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
-var valid6 = _errs61 === errors;
+var valid7 = _errs71 === errors;
 }
 else {
-var valid6 = true;
+var valid7 = true;
 }
 }
 }
@@ -1642,197 +1788,232 @@ validate12.errors = [{instancePath:instancePath+"/docker",schemaPath:"#/properti
 return false;
 }
 }
-var valid0 = _errs51 === errors;
+var valid0 = _errs61 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.nodes !== undefined){
-let data29 = data.nodes;
-const _errs62 = errors;
-if(errors === _errs62){
-if(Array.isArray(data29)){
-if(data29.length < 1){
+let data34 = data.nodes;
+const _errs72 = errors;
+if(errors === _errs72){
+if(Array.isArray(data34)){
+if(data34.length < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes",schemaPath:"#/properties/nodes/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
-var valid7 = true;
-const len0 = data29.length;
-for(let i0=0; i0<len0; i0++){
-let data30 = data29[i0];
-const _errs64 = errors;
-if(errors === _errs64){
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+var valid8 = true;
+const len1 = data34.length;
+for(let i1=0; i1<len1; i1++){
+let data35 = data34[i1];
+const _errs74 = errors;
+if(errors === _errs74){
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
 let missing0;
-if((data30.name === undefined) && (missing0 = "name")){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0,schemaPath:"#/properties/nodes/items/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+if((data35.name === undefined) && (missing0 = "name")){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1,schemaPath:"#/properties/nodes/items/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
-const _errs66 = errors;
-for(const key7 in data30){
-if(!(((((key7 === "name") || (key7 === "host")) || (key7 === "docker")) || (key7 === "tls")) || (key7 === "agent"))){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0,schemaPath:"#/properties/nodes/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs66 === errors){
-if(data30.name !== undefined){
-let data31 = data30.name;
-const _errs67 = errors;
-if(errors === _errs67){
-if(typeof data31 === "string"){
-if(func2(data31) > 64){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/name",schemaPath:"#/properties/nodes/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
-return false;
-}
-else {
-if(!pattern0.test(data31)){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/name",schemaPath:"#/properties/nodes/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9_.-]*$"+"\""}];
-return false;
-}
-}
-}
-else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/name",schemaPath:"#/properties/nodes/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid8 = _errs67 === errors;
-}
-else {
-var valid8 = true;
-}
-if(valid8){
-if(data30.host !== undefined){
-let data32 = data30.host;
-const _errs69 = errors;
-if(errors === _errs69){
-if(typeof data32 === "string"){
-if(func2(data32) > 253){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPath:"#/properties/nodes/items/properties/host/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters"}];
-return false;
-}
-else {
-if(func2(data32) < 1){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPath:"#/properties/nodes/items/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-else {
-if(!pattern13.test(data32)){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPath:"#/properties/nodes/items/properties/host/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:\\[\\]-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:\\[\\]-]+$"+"\""}];
-return false;
-}
-}
-}
-}
-else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPath:"#/properties/nodes/items/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid8 = _errs69 === errors;
-}
-else {
-var valid8 = true;
-}
-if(valid8){
-if(data30.docker !== undefined){
-let data33 = data30.docker;
-const _errs71 = errors;
-if(errors === _errs71){
-if(typeof data33 === "string"){
-if(!pattern14.test(data33)){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/docker",schemaPath:"#/properties/nodes/items/properties/docker/pattern",keyword:"pattern",params:{pattern: "^(unix|tcp|ssh)://"},message:"must match pattern \""+"^(unix|tcp|ssh)://"+"\""}];
-return false;
-}
-}
-else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/docker",schemaPath:"#/properties/nodes/items/properties/docker/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid8 = _errs71 === errors;
-}
-else {
-var valid8 = true;
-}
-if(valid8){
-if(data30.tls !== undefined){
-let data34 = data30.tls;
-const _errs73 = errors;
-if(errors === _errs73){
-if(data34 && typeof data34 == "object" && !Array.isArray(data34)){
-const _errs75 = errors;
-for(const key8 in data34){
-if(!(((key8 === "ca") || (key8 === "cert")) || (key8 === "key"))){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls",schemaPath:"#/properties/nodes/items/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs75 === errors){
-if(data34.ca !== undefined){
-let data35 = data34.ca;
 const _errs76 = errors;
-if(errors === _errs76){
-if(typeof data35 === "string"){
-if(func2(data35) < 1){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/ca",schemaPath:"#/properties/nodes/items/properties/tls/properties/ca/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+for(const key7 in data35){
+if(!(((((key7 === "name") || (key7 === "host")) || (key7 === "docker")) || (key7 === "tls")) || (key7 === "agent"))){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1,schemaPath:"#/properties/nodes/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"}];
 return false;
+break;
 }
 }
-else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/ca",schemaPath:"#/properties/nodes/items/properties/tls/properties/ca/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid9 = _errs76 === errors;
-}
-else {
-var valid9 = true;
-}
-if(valid9){
-if(data34.cert !== undefined){
-let data36 = data34.cert;
-const _errs78 = errors;
-if(errors === _errs78){
+if(_errs76 === errors){
+if(data35.name !== undefined){
+let data36 = data35.name;
+const _errs77 = errors;
+if(errors === _errs77){
 if(typeof data36 === "string"){
-if(func2(data36) < 1){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/cert",schemaPath:"#/properties/nodes/items/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+if(func2(data36) > 64){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/name",schemaPath:"#/properties/nodes/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
 return false;
+}
+else {
+if(!pattern0.test(data36)){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/name",schemaPath:"#/properties/nodes/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9_.-]*$"+"\""}];
+return false;
+}
 }
 }
 else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/cert",schemaPath:"#/properties/nodes/items/properties/tls/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/name",schemaPath:"#/properties/nodes/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
-var valid9 = _errs78 === errors;
+var valid9 = _errs77 === errors;
 }
 else {
 var valid9 = true;
 }
 if(valid9){
-if(data34.key !== undefined){
-let data37 = data34.key;
-const _errs80 = errors;
-if(errors === _errs80){
+if(data35.host !== undefined){
+let data37 = data35.host;
+const _errs79 = errors;
+if(errors === _errs79){
 if(typeof data37 === "string"){
+if(func2(data37) > 253){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPath:"#/properties/nodes/items/properties/host/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters"}];
+return false;
+}
+else {
 if(func2(data37) < 1){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/key",schemaPath:"#/properties/nodes/items/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPath:"#/properties/nodes/items/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+else {
+if(!pattern13.test(data37)){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPath:"#/properties/nodes/items/properties/host/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:\\[\\]-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:\\[\\]-]+$"+"\""}];
+return false;
+}
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPath:"#/properties/nodes/items/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid9 = _errs79 === errors;
+}
+else {
+var valid9 = true;
+}
+if(valid9){
+if(data35.docker !== undefined){
+let data38 = data35.docker;
+const _errs81 = errors;
+if(errors === _errs81){
+if(typeof data38 === "string"){
+if(!pattern14.test(data38)){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/docker",schemaPath:"#/properties/nodes/items/properties/docker/pattern",keyword:"pattern",params:{pattern: "^(unix|tcp|ssh)://"},message:"must match pattern \""+"^(unix|tcp|ssh)://"+"\""}];
 return false;
 }
 }
 else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/key",schemaPath:"#/properties/nodes/items/properties/tls/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/docker",schemaPath:"#/properties/nodes/items/properties/docker/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
-var valid9 = _errs80 === errors;
+var valid9 = _errs81 === errors;
+}
+else {
+var valid9 = true;
+}
+if(valid9){
+if(data35.tls !== undefined){
+let data39 = data35.tls;
+const _errs83 = errors;
+if(errors === _errs83){
+if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
+const _errs85 = errors;
+for(const key8 in data39){
+if(!(((key8 === "ca") || (key8 === "cert")) || (key8 === "key"))){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls",schemaPath:"#/properties/nodes/items/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs85 === errors){
+if(data39.ca !== undefined){
+let data40 = data39.ca;
+const _errs86 = errors;
+if(errors === _errs86){
+if(typeof data40 === "string"){
+if(func2(data40) < 1){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/ca",schemaPath:"#/properties/nodes/items/properties/tls/properties/ca/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/ca",schemaPath:"#/properties/nodes/items/properties/tls/properties/ca/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid10 = _errs86 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data39.cert !== undefined){
+let data41 = data39.cert;
+const _errs88 = errors;
+if(errors === _errs88){
+if(typeof data41 === "string"){
+if(func2(data41) < 1){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/cert",schemaPath:"#/properties/nodes/items/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/cert",schemaPath:"#/properties/nodes/items/properties/tls/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid10 = _errs88 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data39.key !== undefined){
+let data42 = data39.key;
+const _errs90 = errors;
+if(errors === _errs90){
+if(typeof data42 === "string"){
+if(func2(data42) < 1){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/key",schemaPath:"#/properties/nodes/items/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/key",schemaPath:"#/properties/nodes/items/properties/tls/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid10 = _errs90 === errors;
+}
+else {
+var valid10 = true;
+}
+}
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls",schemaPath:"#/properties/nodes/items/properties/tls/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid9 = _errs83 === errors;
+}
+else {
+var valid9 = true;
+}
+if(valid9){
+if(data35.agent !== undefined){
+let data43 = data35.agent;
+const _errs92 = errors;
+if(errors === _errs92){
+if(typeof data43 === "string"){
+if(!pattern15.test(data43)){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/agent",schemaPath:"#/properties/nodes/items/properties/agent/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+:\\d{1,5}$"},message:"must match pattern \""+"^[^\\s]+:\\d{1,5}$"+"\""}];
+return false;
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/agent",schemaPath:"#/properties/nodes/items/properties/agent/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid9 = _errs92 === errors;
 }
 else {
 var valid9 = true;
@@ -1841,51 +2022,16 @@ var valid9 = true;
 }
 }
 }
+}
+}
+}
 else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls",schemaPath:"#/properties/nodes/items/properties/tls/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i1,schemaPath:"#/properties/nodes/items/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-var valid8 = _errs73 === errors;
-}
-else {
-var valid8 = true;
-}
-if(valid8){
-if(data30.agent !== undefined){
-let data38 = data30.agent;
-const _errs82 = errors;
-if(errors === _errs82){
-if(typeof data38 === "string"){
-if(!pattern15.test(data38)){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/agent",schemaPath:"#/properties/nodes/items/properties/agent/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+:\\d{1,5}$"},message:"must match pattern \""+"^[^\\s]+:\\d{1,5}$"+"\""}];
-return false;
-}
-}
-else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/agent",schemaPath:"#/properties/nodes/items/properties/agent/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid8 = _errs82 === errors;
-}
-else {
-var valid8 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0,schemaPath:"#/properties/nodes/items/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid7 = _errs64 === errors;
-if(!valid7){
+var valid8 = _errs74 === errors;
+if(!valid8){
 break;
 }
 }
@@ -1896,7 +2042,7 @@ validate12.errors = [{instancePath:instancePath+"/nodes",schemaPath:"#/propertie
 return false;
 }
 }
-var valid0 = _errs62 === errors;
+var valid0 = _errs72 === errors;
 }
 else {
 var valid0 = true;
@@ -1921,9 +2067,514 @@ validate12.errors = vErrors;
 return errors === 0;
 }
 
+export const validate3 = validate13;
+const schema14 = {"$id":"https://jupiter.dev/schemas/testbed-topology.json","title":"testbed topology: hosts and links of an emulated dispersed network","type":"object","required":["hosts"],"properties":{"$schema":{"type":"string"},"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":32,"description":"shown by `testbed status`"},"subnet":{"type":"string","pattern":"^10\\.[0-9]{1,3}\\.[0-9]{1,3}\\.0/24$","description":"private /24 of the testbed (default: the first unused 10.251.X.0/24)"},"defaults":{"type":"object","description":"what a host or link leaves out","properties":{"uplink":{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$","description":"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit shared by every container of the host (agent and runners)"}},"additionalProperties":false},"home":{"type":"object","description":"the home (Redis, hub side): its own namespace on the emulated network","properties":{"uplink":{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$","description":"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)"}},"additionalProperties":false},"hosts":{"type":"array","minItems":1,"maxItems":200,"items":{"type":"object","required":["name"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":32},"uplink":{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$","description":"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit shared by every container of the host (agent and runners)"}},"additionalProperties":false}},"links":{"type":"array","description":"per-pair rates overriding the uplinks (the slower uplink of the two otherwise)","items":{"type":"object","required":["between","rate"],"properties":{"between":{"type":"array","items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":32},"minItems":2,"maxItems":2},"rate":{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$","description":"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)"},"oneWay":{"type":"boolean","description":"true: only from between[0] to between[1] (default both ways)"}},"additionalProperties":false}}},"additionalProperties":false};
+const pattern17 = new RegExp("^10\\.[0-9]{1,3}\\.[0-9]{1,3}\\.0/24$", "u");
+const pattern18 = new RegExp("^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$", "u");
+
+function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://jupiter.dev/schemas/testbed-topology.json" */;
+let vErrors = null;
+let errors = 0;
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.hosts === undefined) && (missing0 = "hosts")){
+validate13.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((((key0 === "$schema") || (key0 === "name")) || (key0 === "subnet")) || (key0 === "defaults")) || (key0 === "home")) || (key0 === "hosts")) || (key0 === "links"))){
+validate13.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.$schema !== undefined){
+const _errs2 = errors;
+if(typeof data.$schema !== "string"){
+validate13.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.name !== undefined){
+let data1 = data.name;
+const _errs4 = errors;
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(func2(data1) > 32){
+validate13.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"}];
+return false;
+}
+else {
+if(!pattern0.test(data1)){
+validate13.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9_.-]*$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.subnet !== undefined){
+let data2 = data.subnet;
+const _errs6 = errors;
+if(errors === _errs6){
+if(typeof data2 === "string"){
+if(!pattern17.test(data2)){
+validate13.errors = [{instancePath:instancePath+"/subnet",schemaPath:"#/properties/subnet/pattern",keyword:"pattern",params:{pattern: "^10\\.[0-9]{1,3}\\.[0-9]{1,3}\\.0/24$"},message:"must match pattern \""+"^10\\.[0-9]{1,3}\\.[0-9]{1,3}\\.0/24$"+"\""}];
+return false;
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/subnet",schemaPath:"#/properties/subnet/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.defaults !== undefined){
+let data3 = data.defaults;
+const _errs8 = errors;
+if(errors === _errs8){
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+const _errs10 = errors;
+for(const key1 in data3){
+if(!((key1 === "uplink") || (key1 === "cpus"))){
+validate13.errors = [{instancePath:instancePath+"/defaults",schemaPath:"#/properties/defaults/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs10 === errors){
+if(data3.uplink !== undefined){
+let data4 = data3.uplink;
+const _errs11 = errors;
+if(errors === _errs11){
+if(typeof data4 === "string"){
+if(!pattern18.test(data4)){
+validate13.errors = [{instancePath:instancePath+"/defaults/uplink",schemaPath:"#/properties/defaults/properties/uplink/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"+"\""}];
+return false;
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/defaults/uplink",schemaPath:"#/properties/defaults/properties/uplink/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid1 = _errs11 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data3.cpus !== undefined){
+let data5 = data3.cpus;
+const _errs13 = errors;
+if(errors === _errs13){
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 1024 || isNaN(data5)){
+validate13.errors = [{instancePath:instancePath+"/defaults/cpus",schemaPath:"#/properties/defaults/properties/cpus/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"}];
+return false;
+}
+else {
+if(data5 <= 0 || isNaN(data5)){
+validate13.errors = [{instancePath:instancePath+"/defaults/cpus",schemaPath:"#/properties/defaults/properties/cpus/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/defaults/cpus",schemaPath:"#/properties/defaults/properties/cpus/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid1 = _errs13 === errors;
+}
+else {
+var valid1 = true;
+}
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/defaults",schemaPath:"#/properties/defaults/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.home !== undefined){
+let data6 = data.home;
+const _errs15 = errors;
+if(errors === _errs15){
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+const _errs17 = errors;
+for(const key2 in data6){
+if(!(key2 === "uplink")){
+validate13.errors = [{instancePath:instancePath+"/home",schemaPath:"#/properties/home/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs17 === errors){
+if(data6.uplink !== undefined){
+let data7 = data6.uplink;
+const _errs18 = errors;
+if(errors === _errs18){
+if(typeof data7 === "string"){
+if(!pattern18.test(data7)){
+validate13.errors = [{instancePath:instancePath+"/home/uplink",schemaPath:"#/properties/home/properties/uplink/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"+"\""}];
+return false;
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/home/uplink",schemaPath:"#/properties/home/properties/uplink/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/home",schemaPath:"#/properties/home/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs15 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.hosts !== undefined){
+let data8 = data.hosts;
+const _errs20 = errors;
+if(errors === _errs20){
+if(Array.isArray(data8)){
+if(data8.length > 200){
+validate13.errors = [{instancePath:instancePath+"/hosts",schemaPath:"#/properties/hosts/maxItems",keyword:"maxItems",params:{limit: 200},message:"must NOT have more than 200 items"}];
+return false;
+}
+else {
+if(data8.length < 1){
+validate13.errors = [{instancePath:instancePath+"/hosts",schemaPath:"#/properties/hosts/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid3 = true;
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+let data9 = data8[i0];
+const _errs22 = errors;
+if(errors === _errs22){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+let missing1;
+if((data9.name === undefined) && (missing1 = "name")){
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/properties/hosts/items/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+const _errs24 = errors;
+for(const key3 in data9){
+if(!(((key3 === "name") || (key3 === "uplink")) || (key3 === "cpus"))){
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/properties/hosts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs24 === errors){
+if(data9.name !== undefined){
+let data10 = data9.name;
+const _errs25 = errors;
+if(errors === _errs25){
+if(typeof data10 === "string"){
+if(func2(data10) > 32){
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/name",schemaPath:"#/properties/hosts/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"}];
+return false;
+}
+else {
+if(!pattern0.test(data10)){
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/name",schemaPath:"#/properties/hosts/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9_.-]*$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/name",schemaPath:"#/properties/hosts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid4 = _errs25 === errors;
+}
+else {
+var valid4 = true;
+}
+if(valid4){
+if(data9.uplink !== undefined){
+let data11 = data9.uplink;
+const _errs27 = errors;
+if(errors === _errs27){
+if(typeof data11 === "string"){
+if(!pattern18.test(data11)){
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/uplink",schemaPath:"#/properties/hosts/items/properties/uplink/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"+"\""}];
+return false;
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/uplink",schemaPath:"#/properties/hosts/items/properties/uplink/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid4 = _errs27 === errors;
+}
+else {
+var valid4 = true;
+}
+if(valid4){
+if(data9.cpus !== undefined){
+let data12 = data9.cpus;
+const _errs29 = errors;
+if(errors === _errs29){
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 > 1024 || isNaN(data12)){
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/cpus",schemaPath:"#/properties/hosts/items/properties/cpus/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"}];
+return false;
+}
+else {
+if(data12 <= 0 || isNaN(data12)){
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/cpus",schemaPath:"#/properties/hosts/items/properties/cpus/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0+"/cpus",schemaPath:"#/properties/hosts/items/properties/cpus/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid4 = _errs29 === errors;
+}
+else {
+var valid4 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/properties/hosts/items/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid3 = _errs22 === errors;
+if(!valid3){
+break;
+}
+}
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/hosts",schemaPath:"#/properties/hosts/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs20 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.links !== undefined){
+let data13 = data.links;
+const _errs31 = errors;
+if(errors === _errs31){
+if(Array.isArray(data13)){
+var valid5 = true;
+const len1 = data13.length;
+for(let i1=0; i1<len1; i1++){
+let data14 = data13[i1];
+const _errs33 = errors;
+if(errors === _errs33){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+let missing2;
+if(((data14.between === undefined) && (missing2 = "between")) || ((data14.rate === undefined) && (missing2 = "rate"))){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1,schemaPath:"#/properties/links/items/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
+return false;
+}
+else {
+const _errs35 = errors;
+for(const key4 in data14){
+if(!(((key4 === "between") || (key4 === "rate")) || (key4 === "oneWay"))){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1,schemaPath:"#/properties/links/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs35 === errors){
+if(data14.between !== undefined){
+let data15 = data14.between;
+const _errs36 = errors;
+if(errors === _errs36){
+if(Array.isArray(data15)){
+if(data15.length > 2){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/between",schemaPath:"#/properties/links/items/properties/between/maxItems",keyword:"maxItems",params:{limit: 2},message:"must NOT have more than 2 items"}];
+return false;
+}
+else {
+if(data15.length < 2){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/between",schemaPath:"#/properties/links/items/properties/between/minItems",keyword:"minItems",params:{limit: 2},message:"must NOT have fewer than 2 items"}];
+return false;
+}
+else {
+var valid7 = true;
+const len2 = data15.length;
+for(let i2=0; i2<len2; i2++){
+let data16 = data15[i2];
+const _errs38 = errors;
+if(errors === _errs38){
+if(typeof data16 === "string"){
+if(func2(data16) > 32){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/between/" + i2,schemaPath:"#/properties/links/items/properties/between/items/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters"}];
+return false;
+}
+else {
+if(!pattern0.test(data16)){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/between/" + i2,schemaPath:"#/properties/links/items/properties/between/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9_.-]*$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/between/" + i2,schemaPath:"#/properties/links/items/properties/between/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid7 = _errs38 === errors;
+if(!valid7){
+break;
+}
+}
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/between",schemaPath:"#/properties/links/items/properties/between/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid6 = _errs36 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data14.rate !== undefined){
+let data17 = data14.rate;
+const _errs40 = errors;
+if(errors === _errs40){
+if(typeof data17 === "string"){
+if(!pattern18.test(data17)){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/rate",schemaPath:"#/properties/links/items/properties/rate/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*(bit|kbit|mbit|gbit)$"+"\""}];
+return false;
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/rate",schemaPath:"#/properties/links/items/properties/rate/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid6 = _errs40 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data14.oneWay !== undefined){
+const _errs42 = errors;
+if(typeof data14.oneWay !== "boolean"){
+validate13.errors = [{instancePath:instancePath+"/links/" + i1+"/oneWay",schemaPath:"#/properties/links/items/properties/oneWay/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid6 = _errs42 === errors;
+}
+else {
+var valid6 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/links/" + i1,schemaPath:"#/properties/links/items/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid5 = _errs33 === errors;
+if(!valid5){
+break;
+}
+}
+}
+else {
+validate13.errors = [{instancePath:instancePath+"/links",schemaPath:"#/properties/links/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs31 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate13.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate13.errors = vErrors;
+return errors === 0;
+}
+
 /** Schema $id -> the JSON text of the schema it was compiled from, and its validator. */
 export const precompiled = {
   "https://jupiter.dev/schemas/app-spec.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/app-spec.json\",\"title\":\"Normalised Jupiter app (AppSpec without graph)\",\"type\":\"object\",\"required\":[\"name\",\"dir\",\"tasks\",\"dagTasks\",\"entryTasks\",\"sinkTasks\",\"staticPlacement\",\"ports\",\"nameConvert\",\"inputNode\",\"sampleInputs\",\"extra\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"dir\":{\"type\":\"string\",\"minLength\":1},\"tasks\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"object\",\"required\":[\"name\",\"numInputs\",\"broadcast\",\"children\",\"isDag\",\"script\",\"scriptFile\",\"language\",\"args\",\"execProfiler\",\"line\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"numInputs\":{\"type\":\"integer\",\"minimum\":1},\"broadcast\":{\"type\":\"boolean\"},\"children\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"isDag\":{\"type\":\"boolean\"},\"script\":{\"type\":\"string\",\"minLength\":1},\"scriptFile\":{\"type\":\"string\",\"minLength\":1},\"language\":{\"enum\":[\"python\",\"javascript\",\"typescript\",\"shell\"]},\"args\":{\"type\":\"array\",\"items\":{\"type\":[\"string\",\"number\",\"boolean\"]}},\"execProfiler\":{\"type\":\"boolean\"},\"line\":{\"type\":\"integer\",\"minimum\":1}},\"additionalProperties\":false}},\"dagTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"entryTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"sinkTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"staticPlacement\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"ports\":{\"type\":\"object\",\"required\":[\"docker\",\"service\"],\"properties\":{\"docker\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}},\"service\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}}},\"additionalProperties\":false},\"nameConvert\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\",\"required\":[\"output\",\"input\"],\"properties\":{\"output\":{\"type\":\"string\"},\"input\":{\"type\":\"string\"}},\"additionalProperties\":false}},\"inputNode\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"sampleInputs\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"extra\":{\"type\":\"object\"}},\"additionalProperties\":true}", validate: validate0 },
   "https://jupiter.dev/schemas/app-config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/app-config.json\",\"title\":\"scripts/config.json of a Jupiter app\",\"type\":\"object\",\"required\":[\"taskname_map\"],\"properties\":{\"taskname_map\":{\"description\":\"task -> [script basename (no extension), is_dag_task, ...arguments of a non-DAG helper]\",\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":2,\"items\":[{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},{\"type\":\"boolean\"}],\"additionalItems\":{\"type\":[\"string\",\"number\",\"boolean\"]}}},\"exec_profiler\":{\"description\":\"task -> whether the execution profiler runs it (default true)\",\"type\":\"object\",\"additionalProperties\":{\"type\":\"boolean\"}}},\"additionalProperties\":true}", validate: validate1 },
-  "https://jupiter.dev/schemas/jupiter.config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/jupiter.config.json\",\"title\":\"jupiter.config.json: where Jupiter runs\",\"type\":\"object\",\"properties\":{\"$schema\":{\"type\":\"string\"},\"redis\":{\"type\":\"object\",\"description\":\"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^rediss?://\",\"description\":\"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)\"},\"prefix\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.:-]{1,64}$\",\"description\":\"prefix of every key Jupiter writes (default \\\"jupiter:\\\")\"}},\"additionalProperties\":false},\"mqtt\":{\"type\":\"object\",\"description\":\"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^(mqtts?|wss?|tcp|tls)://\",\"description\":\"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)\"},\"username\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_USERNAME\"},\"password\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_PASSWORD; prefer the environment over this file\"},\"compat\":{\"type\":\"boolean\",\"description\":\"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1,\"description\":\"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs\"},\"cert\":{\"type\":\"string\",\"minLength\":1,\"description\":\"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)\"},\"key\":{\"type\":\"string\",\"minLength\":1,\"description\":\"private key of cert (env JUPITER_MQTT_KEY)\"},\"rejectUnauthorized\":{\"type\":\"boolean\",\"description\":\"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true\"}},\"additionalProperties\":false}},\"additionalProperties\":false},\"mapper\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]*$\",\"description\":\"default task mapper, e.g. \\\"heft\\\" (env JUPITER_MAPPER)\"},\"runtime\":{\"enum\":[\"process\",\"docker\"],\"description\":\"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)\"},\"stateDir\":{\"type\":\"string\",\"minLength\":1,\"description\":\"folder for the embedded stack and deployment state (default \\\".jupiter\\\")\"},\"adapt\":{\"type\":\"object\",\"description\":\"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)\",\"properties\":{\"mode\":{\"enum\":[\"off\",\"suggest\",\"auto\"],\"description\":\"\\\"off\\\"; \\\"suggest\\\" (default): publish the better mapping and its predicted gain; \\\"auto\\\": also move the tasks\"},\"threshold\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)\"},\"holdSec\":{\"type\":\"number\",\"minimum\":0,\"maximum\":86400,\"description\":\"how long the gain must last before acting, seconds (default 30)\"}},\"additionalProperties\":false},\"profiling\":{\"type\":\"object\",\"description\":\"node agents' profiling\",\"properties\":{\"probeBudget\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)\"}},\"additionalProperties\":false},\"docker\":{\"type\":\"object\",\"description\":\"container settings of the docker runtime\",\"properties\":{\"baseImage\":{\"type\":\"string\",\"minLength\":1,\"description\":\"image with node (and python3 for Python tasks); default \\\"jupiter/base:local\\\"\"},\"network\":{\"enum\":[\"host\",\"bridge\"],\"description\":\"container network (default \\\"host\\\")\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit per container (default 1)\"},\"memoryMb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"memory limit per container in MiB (default 512)\"},\"restart\":{\"enum\":[\"on-failure\",\"unless-stopped\"],\"description\":\"restart policy of task containers (default \\\"on-failure\\\": a crashed runner comes back, a clean exit stays down)\"}},\"additionalProperties\":false},\"nodes\":{\"type\":\"array\",\"minItems\":1,\"description\":\"the machines: \\\"home\\\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.\",\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"host\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":253,\"pattern\":\"^[A-Za-z0-9._:\\\\[\\\\]-]+$\",\"description\":\"host name or IP address of the machine\"},\"docker\":{\"type\":\"string\",\"pattern\":\"^(unix|tcp|ssh)://\",\"description\":\"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS files for a tcp:// Docker endpoint (paths relative to this file)\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1},\"cert\":{\"type\":\"string\",\"minLength\":1},\"key\":{\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":false},\"agent\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s]+:\\\\d{1,5}$\",\"description\":\"host:port where the node agent listens for probes\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate2 },
+  "https://jupiter.dev/schemas/jupiter.config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/jupiter.config.json\",\"title\":\"jupiter.config.json: where Jupiter runs\",\"type\":\"object\",\"properties\":{\"$schema\":{\"type\":\"string\"},\"redis\":{\"type\":\"object\",\"description\":\"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^rediss?://\",\"description\":\"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)\"},\"prefix\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.:-]{1,64}$\",\"description\":\"prefix of every key Jupiter writes (default \\\"jupiter:\\\")\"}},\"additionalProperties\":false},\"mqtt\":{\"type\":\"object\",\"description\":\"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^(mqtts?|wss?|tcp|tls)://\",\"description\":\"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)\"},\"username\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_USERNAME\"},\"password\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_PASSWORD; prefer the environment over this file\"},\"compat\":{\"type\":\"boolean\",\"description\":\"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1,\"description\":\"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs\"},\"cert\":{\"type\":\"string\",\"minLength\":1,\"description\":\"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)\"},\"key\":{\"type\":\"string\",\"minLength\":1,\"description\":\"private key of cert (env JUPITER_MQTT_KEY)\"},\"rejectUnauthorized\":{\"type\":\"boolean\",\"description\":\"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true\"}},\"additionalProperties\":false}},\"additionalProperties\":false},\"mapper\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]*$\",\"description\":\"default task mapper, e.g. \\\"heft\\\" (env JUPITER_MAPPER)\"},\"runtime\":{\"enum\":[\"process\",\"docker\"],\"description\":\"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)\"},\"stateDir\":{\"type\":\"string\",\"minLength\":1,\"description\":\"folder for the embedded stack and deployment state (default \\\".jupiter\\\")\"},\"adapt\":{\"type\":\"object\",\"description\":\"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)\",\"properties\":{\"mode\":{\"enum\":[\"off\",\"suggest\",\"auto\"],\"description\":\"\\\"off\\\"; \\\"suggest\\\" (default): publish the better mapping and its predicted gain; \\\"auto\\\": also move the tasks\"},\"threshold\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)\"},\"holdSec\":{\"type\":\"number\",\"minimum\":0,\"maximum\":86400,\"description\":\"how long the gain must last before acting, seconds (default 30)\"}},\"additionalProperties\":false},\"profiling\":{\"type\":\"object\",\"description\":\"node agents' profiling (the agents `stack up` starts get these as `jupiter agent` flags)\",\"properties\":{\"probeBudget\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)\"},\"probeSizesKb\":{\"type\":\"array\",\"items\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":65536},\"minItems\":1,\"maxItems\":16,\"description\":\"probe sizes in KB (default 1,10,100,1000,10000)\"},\"bootstrapRounds\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":\"times the start-up burst sends every size to every peer (default 3)\"},\"refreshSec\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":86400,\"description\":\"period of the steady-state probe round in seconds (default 60)\"},\"probeTimeoutSec\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,\"description\":\"a probe taking longer fails: how soon a cut link shows (default 60)\"}},\"additionalProperties\":false},\"docker\":{\"type\":\"object\",\"description\":\"container settings of the docker runtime\",\"properties\":{\"baseImage\":{\"type\":\"string\",\"minLength\":1,\"description\":\"image with node (and python3 for Python tasks); default \\\"jupiter/base:local\\\"\"},\"network\":{\"enum\":[\"host\",\"bridge\"],\"description\":\"container network (default \\\"host\\\")\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit per container (default 1)\"},\"memoryMb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"memory limit per container in MiB (default 512)\"},\"restart\":{\"enum\":[\"on-failure\",\"unless-stopped\"],\"description\":\"restart policy of task containers (default \\\"on-failure\\\": a crashed runner comes back, a clean exit stays down)\"}},\"additionalProperties\":false},\"nodes\":{\"type\":\"array\",\"minItems\":1,\"description\":\"the machines: \\\"home\\\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.\",\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"host\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":253,\"pattern\":\"^[A-Za-z0-9._:\\\\[\\\\]-]+$\",\"description\":\"host name or IP address of the machine\"},\"docker\":{\"type\":\"string\",\"pattern\":\"^(unix|tcp|ssh)://\",\"description\":\"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS files for a tcp:// Docker endpoint (paths relative to this file)\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1},\"cert\":{\"type\":\"string\",\"minLength\":1},\"key\":{\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":false},\"agent\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s]+:\\\\d{1,5}$\",\"description\":\"host:port where the node agent listens for probes\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate2 },
+  "https://jupiter.dev/schemas/testbed-topology.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/testbed-topology.json\",\"title\":\"testbed topology: hosts and links of an emulated dispersed network\",\"type\":\"object\",\"required\":[\"hosts\"],\"properties\":{\"$schema\":{\"type\":\"string\"},\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":32,\"description\":\"shown by `testbed status`\"},\"subnet\":{\"type\":\"string\",\"pattern\":\"^10\\\\.[0-9]{1,3}\\\\.[0-9]{1,3}\\\\.0/24$\",\"description\":\"private /24 of the testbed (default: the first unused 10.251.X.0/24)\"},\"defaults\":{\"type\":\"object\",\"description\":\"what a host or link leaves out\",\"properties\":{\"uplink\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit shared by every container of the host (agent and runners)\"}},\"additionalProperties\":false},\"home\":{\"type\":\"object\",\"description\":\"the home (Redis, hub side): its own namespace on the emulated network\",\"properties\":{\"uplink\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"}},\"additionalProperties\":false},\"hosts\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":200,\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":32},\"uplink\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit shared by every container of the host (agent and runners)\"}},\"additionalProperties\":false}},\"links\":{\"type\":\"array\",\"description\":\"per-pair rates overriding the uplinks (the slower uplink of the two otherwise)\",\"items\":{\"type\":\"object\",\"required\":[\"between\",\"rate\"],\"properties\":{\"between\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":32},\"minItems\":2,\"maxItems\":2},\"rate\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"},\"oneWay\":{\"type\":\"boolean\",\"description\":\"true: only from between[0] to between[1] (default both ways)\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate3 },
 };

@@ -40,6 +40,18 @@ export function agentContainerName(node: string, stack: string): string {
   return `jupiter-agent-${node}-${stack}`.replace(/[^a-zA-Z0-9_.-]/g, '_');
 }
 
+/** The configuration's network profiler settings as `jupiter agent` flags. */
+export function agentProfilerArgs(cluster: ClusterConfig): string[] {
+  const p = cluster.profiling;
+  if (!p) return [];
+  return [
+    ...(p.probeSizesKb ? ['--probe-sizes', p.probeSizesKb.join(',')] : []),
+    ...(p.bootstrapRounds !== undefined ? ['--bootstrap-rounds', String(p.bootstrapRounds)] : []),
+    ...(p.refreshSec !== undefined ? ['--refresh', String(p.refreshSec)] : []),
+    ...(p.probeTimeoutSec !== undefined ? ['--probe-timeout', String(p.probeTimeoutSec)] : []),
+  ];
+}
+
 /** Where the agent listens: the configured agent address, else the node's host on any free port. */
 export function agentListen(node: NodeConfig): string {
   const host = node.agent?.host ?? node.host;
@@ -67,7 +79,7 @@ export function agentContainerOptions(input: AgentContainerInput): Docker.Contai
     Image: image,
     // The prefix is no secret; the Redis URL (maybe with a password) stays out of the command line,
     // which `docker inspect` and `ps` show to anyone who can see them.
-    Cmd: ['agent', '--node', node.name, '--listen', agentListen(node), '--prefix', cluster.redisPrefix],
+    Cmd: ['agent', '--node', node.name, '--listen', agentListen(node), '--prefix', cluster.redisPrefix, ...agentProfilerArgs(cluster)],
     Env: [
       `JUPITER_REDIS_URL=${redisUrl}`,
       `HOME=${WORK_DIR}`,

@@ -74,16 +74,27 @@ function paths(dir: string): { root: string; socket: string; data: string; exec:
   return { root, socket: join(root, 'docker.sock'), data: join(root, 'data'), exec, pidfile: join(root, 'docker.pid'), log: join(dir, 'logs', 'dockerd.log') };
 }
 
-async function launch(dir: string, extra: string[]): Promise<{ pid: number; socket: string; exec: string }> {
-  const p = paths(dir);
-  mkdirSync(p.root, { recursive: true, mode: 0o700 });
-  mkdirSync(join(dir, 'logs'), { recursive: true });
-  rmSync(p.socket, { force: true });
+export interface DockerdPaths {
+  socket: string;
+  data: string;
+  exec: string;
+  pidfile: string;
+  log: string;
+}
+
+/**
+ * Start a dockerd with its own socket, data-root, exec-root and pidfile, no bridge and no iptables
+ * rules, detached; resolves once it answers. `wrap` prefixes the command (the testbed's
+ * `nsenter --net=...` puts the engine in a host's network namespace).
+ */
+export async function spawnDockerd(p: DockerdPaths, extra: string[], wrap: string[] = [], what = 'the private dockerd'): Promise<number> {
   const fd = openSync(p.log, 'a');
-  const child = spawn('dockerd', [
+  const argv = [
+    ...wrap, 'dockerd',
     `--host=unix://${p.socket}`, `--data-root=${p.data}`, `--exec-root=${p.exec}`, `--pidfile=${p.pidfile}`,
     '--bridge=none', '--iptables=false', '--ip-masq=false', ...extra,
-  ], { detached: true, stdio: ['ignore', fd, fd] });
+  ];
+  const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   let exited = false;
   child.once('exit', () => (exited = true));
@@ -93,12 +104,21 @@ async function launch(dir: string, extra: string[]): Promise<{ pid: number; sock
     if (exited || Date.now() > deadline) {
       if (!exited) child.kill('SIGKILL');
       const tail = existsSync(p.log) ? readFileSync(p.log, 'utf8').trim().split('\n').slice(-3).join('\n') : '';
-      throw runtimeError(`the private dockerd did not start${exited ? '' : ' within 30 s'}:\n${tail}`, { file: p.log });
+      throw runtimeError(`${what} did not start${exited ? '' : ' within 30 s'}:\n${tail}`, { file: p.log });
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   child.unref();
-  return { pid: child.pid!, socket: p.socket, exec: p.exec };
+  return child.pid!;
+}
+
+async function launch(dir: string, extra: string[]): Promise<{ pid: number; socket: string; exec: string }> {
+  const p = paths(dir);
+  mkdirSync(p.root, { recursive: true, mode: 0o700 });
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  rmSync(p.socket, { force: true });
+  const pid = await spawnDockerd(p, extra);
+  return { pid, socket: p.socket, exec: p.exec };
 }
 
 /**
@@ -141,40 +161,50 @@ export async function ensurePrivateEngine(cluster: ClusterConfig, dir: string, s
   return true;
 }
 
-/** Mounts dockerd leaves behind (netns of its exec root) go first, then the folders. */
-function removeEngineFiles(dir: string, execRoot?: string): void {
-  const p = paths(dir);
-  const roots = [p.root, execRoot ?? p.exec];
+/** Unmount what dockerd left mounted under these folders (netns files of its exec root), deepest first. */
+export function unmountUnder(roots: string[]): void {
   const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '')
     .filter((m) => roots.some((r) => m === r || m.startsWith(`${r}/`))).reverse();
   for (const m of mounts) {
     try { execFileSync('umount', ['-l', m], { stdio: 'ignore' }); } catch { /* already gone */ }
   }
+}
+
+/** Mounts dockerd leaves behind go first, then the folders. */
+function removeEngineFiles(dir: string, execRoot?: string): void {
+  const p = paths(dir);
+  const roots = [p.root, execRoot ?? p.exec];
+  unmountUnder(roots);
   for (const r of roots) {
     try { rmSync(r, { recursive: true, force: true }); } catch { /* still busy: left for the next stack down */ }
   }
+}
+
+/** Remove every container of an engine, then stop it (SIGTERM, SIGKILL after 20 s); a line per thing done. */
+export async function stopDockerd(pid: number, socket: string, what = 'the private Docker engine'): Promise<string[]> {
+  const out: string[] = [];
+  if (!isAlive(pid)) return out;
+  const docker = new Docker({ socketPath: socket });
+  try {
+    const all = await docker.listContainers({ all: true });
+    await Promise.all(all.map((c) => docker.getContainer(c.Id).remove({ force: true })));
+    if (all.length) out.push(`removed ${all.length} container(s) of ${what}`);
+  } catch {
+    // the engine no longer answers: stopping it below is all that is left
+  }
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 20_000;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  out.push(`stopped dockerd (pid ${pid})`);
+  return out;
 }
 
 /** Remove every container of the private engine, stop it and delete its folders; a line per thing done. */
 export async function stopPrivateEngine(dir: string, state: StackState): Promise<string[]> {
   const d = state.dockerd;
   if (!d) return [];
-  const out: string[] = [];
-  if (isAlive(d.pid)) {
-    const docker = new Docker({ socketPath: d.socket });
-    try {
-      const all = await docker.listContainers({ all: true });
-      await Promise.all(all.map((c) => docker.getContainer(c.Id).remove({ force: true })));
-      if (all.length) out.push(`removed ${all.length} container(s) of the private Docker engine`);
-    } catch {
-      // the engine no longer answers: stopping it below is all that is left
-    }
-    process.kill(d.pid, 'SIGTERM');
-    const deadline = Date.now() + 20_000;
-    while (isAlive(d.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (isAlive(d.pid)) process.kill(d.pid, 'SIGKILL');
-    out.push(`stopped dockerd (pid ${d.pid})`);
-  }
+  const out = await stopDockerd(d.pid, d.socket);
   removeEngineFiles(dir, d.execRoot);
   return out;
 }

@@ -14,6 +14,7 @@ import { RedisServer, waitForRedis } from './redis-server.js';
 import { isAlive, readStackState, stateDir, writeStackState, type StackState } from './state.js';
 import { spawnDetached } from './detached.js';
 import { agentNodes, ensureNodeAgents, removeNodeAgents, type NodeAgentResult } from './node-agents.js';
+import { agentProfilerArgs } from './agent-container.js';
 import { ensurePrivateEngine, stopPrivateEngine, usePrivateEngine } from './dockerd.js';
 
 import type { StackEndpoints } from './endpoints.js';
@@ -99,7 +100,7 @@ async function ensureAgents(dir: string, cluster: ClusterConfig, redisUrl: strin
       const port = node.agent?.port ?? (await freePort());
       const listen = `${node.agent?.host ?? '127.0.0.1'}:${port}`;
       // The Redis URL (with its password) goes through the environment, not the argument list.
-      const pid = spawnDetached(dir, `agent-${node.name}`, ['agent', '--node', node.name, '--listen', listen], { JUPITER_REDIS_URL: redisUrl });
+      const pid = spawnDetached(dir, `agent-${node.name}`, ['agent', '--node', node.name, '--listen', listen, ...agentProfilerArgs(cluster)], { JUPITER_REDIS_URL: redisUrl });
       state.agents![node.name] = { pid, listen, startedAt: Date.now() };
     }
   });
@@ -164,7 +165,7 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
 }
 
 /** Tear down every app still deployed; unreached lists engines whose containers may still run. */
-async function teardownAll(cluster: ClusterConfig, redisUrl: string): Promise<{ lines: string[]; unreached: string[] }> {
+export async function teardownAll(cluster: ClusterConfig, redisUrl: string): Promise<{ lines: string[]; unreached: string[] }> {
   const { connectRedis } = await import('../../circe/queue/connection.js');
   const { deployedApps } = await import('../deploy/record.js');
   const { teardownApp } = await import('../deploy/teardown.js');

@@ -19,6 +19,8 @@ export interface RedisServerOptions {
   /** Keep running after this process exits (embedded stack). */
   detached?: boolean;
   binary?: string;
+  /** Command prefix, e.g. `nsenter --net=...` (the testbed runs Redis in the home's namespace). */
+  wrap?: string[];
 }
 
 export class RedisServer {
@@ -57,7 +59,8 @@ export class RedisServer {
       ...(this.opts.password ? [`requirepass ${q(this.opts.password)}`] : []),
     ].join('\n');
     const log = openSync(join(this.opts.dir, 'redis.log'), 'a');
-    const child = spawn(this.opts.binary ?? 'redis-server', ['-'], {
+    const argv = [...(this.opts.wrap ?? []), this.opts.binary ?? 'redis-server', '-'];
+    const child = spawn(argv[0]!, argv.slice(1), {
       stdio: ['pipe', log, log],
       detached: this.opts.detached ?? false,
     });

@@ -8,6 +8,7 @@
 //   .64+i/32      node i's own address, on its loopback; agents listen here
 //   .128+4k+1/2   the /30 of shaped link k; /32 routes send node-to-node traffic over it
 import { execFileSync } from 'node:child_process';
+import { overlaps, usedPrefixes } from '../../orchestrator/testbed/plan.js';
 
 export interface TestbedNode {
   name: string;
@@ -75,24 +76,6 @@ export function namespaceSupport(): string | undefined {
       // nothing to clean
     }
   }
-}
-
-function usedPrefixes(): string[] {
-  const text = ip('-4', '-o', 'addr') + ip('-4', 'route', 'show', 'table', 'all');
-  return [...text.matchAll(/\b(\d+\.\d+\.\d+\.\d+)(?:\/(\d+))?/g)].map((m) => `${m[1]}/${m[2] ?? '32'}`);
-}
-
-function toInt(a: string): number {
-  return a.split('.').reduce((s, x) => s * 256 + Number(x), 0);
-}
-
-function overlaps(cidrA: string, cidrB: string): boolean {
-  const [a, la] = cidrA.split('/') as [string, string];
-  const [b, lb] = cidrB.split('/') as [string, string];
-  const len = Math.min(Number(la), Number(lb));
-  if (len === 0) return false; // the default route does not claim addresses
-  const mask = len === 32 ? 0xffffffff : ~((1 << (32 - len)) - 1) >>> 0;
-  return ((toInt(a) & mask) >>> 0) === ((toInt(b) & mask) >>> 0);
 }
 
 function pickSubnet(): string {

@@ -20,6 +20,7 @@ interface AgentFlags {
   probeBudget?: string;
   lossInterval: string;
   lossCount: string;
+  probeTimeout: string;
   resourceInterval: string;
 }
 
@@ -75,6 +76,7 @@ export function register(program: Command): void {
     .option('--probe-budget <fraction>', `share of each link's measured capacity its steady probes may use (default: the configuration's profiling.probeBudget, else ${DEFAULT_PROBE_BUDGET})`)
     .option('--loss-interval <seconds>', 'period of the echo-probe loss rounds (failure localisation); 0 = off', '10')
     .option('--loss-count <n>', 'echo packets per peer per loss round', '100')
+    .option('--probe-timeout <seconds>', 'a probe that takes longer fails (a cut link is seen after this long)', '60')
     .option('--resource-interval <seconds>', 'period of the resource profiler', '2')
     .action(action(async (flags: AgentFlags) => {
       if (!SAFE_NAME.test(flags.node)) {
@@ -87,6 +89,7 @@ export function register(program: Command): void {
       const resourceMs = positive('resource-interval', flags.resourceInterval) * 1000;
       const lossMs = flags.lossInterval === '0' ? 0 : positive('loss-interval', flags.lossInterval) * 1000;
       const lossCount = positive('loss-count', flags.lossCount, true);
+      const timeoutMs = positive('probe-timeout', flags.probeTimeout) * 1000;
       const [{ Agent }, { defaultHandlers }, { resolveRedis }] = await Promise.all([
         import('../../../profilers/agent/agent.js'), import('../../../profilers/agent/handlers.js'), import('../../connect.js'),
       ]);
@@ -101,7 +104,7 @@ export function register(program: Command): void {
         listenPort: listen.port,
         advertiseHost: flags.advertise,
         heartbeatMs,
-        network: { sizes, bootstrapRounds, refreshMs, budget: probeBudget(flags.probeBudget, target.cluster.profiling?.probeBudget) },
+        network: { sizes, bootstrapRounds, refreshMs, timeoutMs, budget: probeBudget(flags.probeBudget, target.cluster.profiling?.probeBudget) },
         loss: lossMs > 0 ? { intervalMs: lossMs, count: lossCount } : false,
         resource: { intervalMs: resourceMs },
         handlers: defaultHandlers(),

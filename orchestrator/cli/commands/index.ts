@@ -13,6 +13,7 @@ import { register as logs } from './logs.js';
 import { register as teardown } from './teardown.js';
 import { register as stack } from './stack.js';
 import { register as remap } from './remap.js';
+import { register as testbed } from './testbed.js';
 
 export type RegisterCommand = (program: Command) => void;
 
@@ -31,4 +32,5 @@ export const commands: RegisterCommand[] = [
   agent,
   viz,
   stack,
+  testbed,
 ];

@@ -52,13 +52,13 @@ const prestarted = new Map<string, { worker: PythonWorker; started: Promise<void
  * task's module while the runner loads its own modules and connects to Redis, instead of after.
  * createInvoker() takes this worker over and reports its start-up error, if any, as usual.
  */
-export function prestartInvoker(task: TaskSpec): void {
+export function prestartInvoker(task: TaskSpec, opts: InvokerOptions = {}): void {
   if (!task.isDag || task.language !== 'python' || prestarted.has(task.name)) return;
-  const worker = new PythonWorker(task.name, task.scriptFile);
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, opts.stderr);
   prestarted.set(task.name, { worker, started: worker.start() });
 }
 
-async function startPython(task: TaskSpec): Promise<PythonWorker> {
+async function startPython(task: TaskSpec, opts: InvokerOptions): Promise<PythonWorker> {
   const pre = prestarted.get(task.name);
   prestarted.delete(task.name);
   if (pre && pre.worker.scriptFile === task.scriptFile) {
@@ -66,17 +66,22 @@ async function startPython(task: TaskSpec): Promise<PythonWorker> {
     return pre.worker;
   }
   await pre?.worker.close();
-  const worker = new PythonWorker(task.name, task.scriptFile);
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, opts.stderr);
   await worker.start();
   return worker;
 }
 
-export async function createInvoker(app: AppSpec, task: TaskSpec): Promise<TaskInvoker> {
+export interface InvokerOptions {
+  /** File descriptor for a Python task's output (default: this process's stderr). */
+  stderr?: number;
+}
+
+export async function createInvoker(app: AppSpec, task: TaskSpec, opts: InvokerOptions = {}): Promise<TaskInvoker> {
   if (!task.isDag) {
     throw inputError(`task ${task.name} of app ${app.name} is a non-DAG helper; it runs once as a script (runHelper), not per item`);
   }
   if (task.language === 'python') {
-    const worker = await startPython(task);
+    const worker = await startPython(task, opts);
     return {
       get pid() {
         return worker.pid;

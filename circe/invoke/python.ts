@@ -38,7 +38,8 @@ export class PythonWorker {
   private readonly pending = new Map<number, Pending>();
   pid?: number;
 
-  constructor(private readonly task: string, readonly scriptFile: string, private readonly python = process.env.JUPITER_PYTHON ?? 'python3') {}
+  /** @param stderr file descriptor for the task's output (default: inherited) */
+  constructor(private readonly task: string, readonly scriptFile: string, private readonly python = process.env.JUPITER_PYTHON ?? 'python3', private readonly stderr?: number) {}
 
   /** Start the interpreter and import the module (errors in the module surface here). */
   start(): Promise<void> {
@@ -47,7 +48,7 @@ export class PythonWorker {
     const moduleName = basename(this.scriptFile).replace(/\.py$/, '');
     const child = spawn(this.python, ['-u', pyWorkerPath(), scriptsDir, moduleName], {
       cwd: scriptsDir,
-      stdio: ['pipe', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', this.stderr ?? 'inherit'],
       env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
     });
     this.child = child;

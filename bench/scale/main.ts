@@ -25,7 +25,7 @@ import { ProcessRuntime } from '../../circe/runtime/process.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 import { profileApp } from '../../profilers/exec/profile-app.js';
 import { writeCcrApp } from './ccr-app.js';
-import { deploymentMemory, mb, redisFigures, type ProcMemory, type RedisFigures } from './measure.js';
+import { deploymentMemory, mb, redisFigures } from './measure.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 200);
 const APPS = Number(process.env.BENCH_APPS ?? 10);

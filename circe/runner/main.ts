@@ -44,14 +44,16 @@ async function main(): Promise<number> {
 
   if (!env) {
     // SIGHUP (tasks came or went) is caught before anything loads: its default ends the process.
-    let reload: (() => void) | undefined;
     let missed = false;
-    process.on('SIGHUP', () => (reload ? reload() : (missed = true)));
+    const early = (): void => {
+      missed = true;
+    };
+    process.on('SIGHUP', early);
     const { NodeHost } = await import('./node-host.js');
     const host = await NodeHost.start(hostFile!, log);
     closing = () => host.close();
-    reload = () => void host.reconcile();
-    if (missed) reload();
+    process.off('SIGHUP', early).on('SIGHUP', () => void host.reconcile());
+    if (missed) void host.reconcile();
     log(`node host of ${host.tasks.length} task(s) running (pid ${process.pid})`);
     if (stopping) await host.close();
     await stopped;

@@ -44,8 +44,9 @@ export class PythonWorker {
   /** Start the interpreter and import the module (errors in the module surface here). */
   start(): Promise<void> {
     if (this.ready) return this.ready;
-    const scriptsDir = dirname(resolve(this.scriptFile));
-    const moduleName = basename(this.scriptFile).replace(/\.py$/, '');
+    const scriptsDir = this.scriptFile.endsWith('/') ? resolve(this.scriptFile) : dirname(resolve(this.scriptFile));
+    // A script folder alone (ending in /): no module at start, each call names its own.
+    const moduleName = this.scriptFile.endsWith('/') ? '' : basename(this.scriptFile).replace(/\.py$/, '');
     const child = spawn(this.python, ['-u', pyWorkerPath(), scriptsDir, moduleName], {
       cwd: scriptsDir,
       stdio: ['pipe', 'pipe', this.stderr ?? 'inherit'],
@@ -95,13 +96,14 @@ export class PythonWorker {
     return this.ready;
   }
 
-  async invoke(filename: string | string[], pathin: string, pathout: string): Promise<string[]> {
+  /** `module`: another module of the script folder whose task to call (filename undefined: only import it). */
+  async invoke(filename: string | string[] | undefined, pathin: string, pathout: string, module?: string): Promise<string[]> {
     await this.start();
     const child = this.child!;
     const id = this.nextId++;
     return new Promise<string[]>((resolveCall, rejectCall) => {
       this.pending.set(id, { resolve: resolveCall, reject: rejectCall });
-      child.stdin!.write(`${JSON.stringify({ id, filename, pathin, pathout })}\n`);
+      child.stdin!.write(`${JSON.stringify({ id, filename, pathin, pathout, module })}\n`);
     });
   }
 

@@ -4,6 +4,7 @@
 // the processes sharing them), and Redis's clients, memory and keys.
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+import { cpuUs } from '../proc-cpu.js';
 
 export interface ProcMemory {
   processes: number;
@@ -11,7 +12,9 @@ export interface ProcMemory {
   pssBytes: number;
   /** Sum of RSS, bytes (counts shared pages once per process). */
   rssBytes: number;
-  byKind: Record<string, { processes: number; pssBytes: number }>;
+  /** CPU time the processes used so far (user + system), ms: start-up work, whatever the load. */
+  cpuMs: number;
+  byKind: Record<string, { processes: number; pssBytes: number; cpuMs: number }>;
 }
 
 function envOf(pid: string): Map<string, string> | undefined {
@@ -48,21 +51,24 @@ function kindOf(pid: string): string {
 
 /** Processes of the given apps under one Redis prefix, and their memory. */
 export function deploymentMemory(apps: string[], prefix: string): ProcMemory {
-  const out: ProcMemory = { processes: 0, pssBytes: 0, rssBytes: 0, byKind: {} };
+  const out: ProcMemory = { processes: 0, pssBytes: 0, rssBytes: 0, cpuMs: 0, byKind: {} };
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
     const env = envOf(pid);
     if (!env || env.get('JUPITER_REDIS_PREFIX') !== prefix) continue;
     const app = env.get('JUPITER_APP') ?? '';
-    if (!apps.includes(app) && !(env.get('JUPITER_HOST_APPS') ?? '').split(',').some((a) => apps.includes(a))) continue;
+    if (!apps.includes(app)) continue;
     const m = rollup(pid);
     if (!m) continue;
     out.processes++;
     out.pssBytes += m.pss;
     out.rssBytes += m.rss;
+    const cpu = Math.round(cpuUs(Number(pid)) / 1000) || 0;
+    out.cpuMs += cpu;
     const k = kindOf(pid);
-    const slot = (out.byKind[k] ??= { processes: 0, pssBytes: 0 });
+    const slot = (out.byKind[k] ??= { processes: 0, pssBytes: 0, cpuMs: 0 });
     slot.processes++;
     slot.pssBytes += m.pss;
+    slot.cpuMs += cpu;
   }
   return out;
 }

@@ -9,6 +9,7 @@
 // readiness entry. JavaScript tasks run inside their runner, so they keep a process each.
 // The host's task list is a JSON file (HostFile) the runtime rewrites and signals with SIGHUP
 // when tasks come or go (the reconciler moving tasks between nodes).
+import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -37,6 +38,20 @@ export function readHostFile(file: string): HostFile {
   return JSON.parse(readFileSync(file, 'utf8')) as HostFile;
 }
 
+/**
+ * Where `python3` leads, asked once for all the host's workers: a version manager's shim (pyenv)
+ * is a shell script that costs more than the interpreter's own start, once per task otherwise.
+ */
+function resolvePython(log: (msg: string) => void): void {
+  if (process.env.JUPITER_PYTHON) return;
+  try {
+    const exe = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8', timeout: 10_000 }).trim();
+    if (exe) process.env.JUPITER_PYTHON = exe;
+  } catch (e) {
+    log(`cannot ask python3 where it lives (${(e as Error).message.split('\n')[0]}); each worker starts python3`);
+  }
+}
+
 interface Hosted {
   task: TaskSpec;
   fd: number;
@@ -62,6 +77,7 @@ export class NodeHost {
   }
 
   static async start(file: string, log: (msg: string) => void): Promise<NodeHost> {
+    resolvePython(log);
     const spec = readHostFile(file);
     const host = new NodeHost(file, spec, await loadApp(spec.appDir), log);
     await host.reconcile();

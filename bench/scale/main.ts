@@ -10,8 +10,8 @@
 //            60 started, scaled)
 //   apps     BENCH_APPS apps of BENCH_APP_TASKS tasks side by side: all streaming, `status` of
 //            all of them, Redis clients and memory, memory of all their processes
-//   docker   the big app on the docker runtime (private dockerd): containers and their memory
-// BENCH_PARTS picks parts (default exec,runners,apps; add docker). Results: bench/results/scale.json.
+// BENCH_PARTS picks parts (default exec,runners,apps). Results: bench/results/scale.json.
+// Not here yet: the same app on the docker runtime (a container per task; see bench:deploy).
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';

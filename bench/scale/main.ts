@@ -123,9 +123,12 @@ async function stream(redis: Redis, app: AppSpec, root: string, n: number): Prom
 }
 
 /** What `jupiter status` reads for each app (app folder, queues, counts, makespans), apps at once as it does. */
-async function statusOf(redis: Redis, apps: AppSpec[]): Promise<number> {
+async function statusOf(redis: Redis, apps: AppSpec[]): Promise<{ ms: number; cpuMs: number }> {
+  const cpu0 = process.cpuUsage();
   const [, ms] = await timed(() => Promise.all(apps.map(async (a) => getStatus(redis, PREFIX, await loadApp(a.dir)))));
-  return ms;
+  const cpu = process.cpuUsage(cpu0);
+  // CPU time of this process: what status costs whatever else the machine runs.
+  return { ms, cpuMs: Math.round((cpu.user + cpu.system) / 1000) };
 }
 
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
@@ -168,7 +171,7 @@ async function main(): Promise<void> {
       const rf = await redisFigures(redis);
       log(`  ready in ${d.readyMs} ms; ${mem.processes} processes, PSS ${mb(mem.pssBytes)}; Redis ${rf.clients} clients, ${mb(rf.usedMemoryBytes)}`);
       const streamMs = await stream(redis, big, root, ITEMS);
-      const statusMs = await statusOf(redis, [big]);
+      const { ms: statusMs } = await statusOf(redis, [big]);
       const after = await redisFigures(redis);
       const [, teardownMs] = await timed(() => runtime.teardown(big.name, cluster));
       deployed.pop();
@@ -192,14 +195,14 @@ async function main(): Promise<void> {
       const mem = deploymentMemory(apps.map((a) => a.name), PREFIX);
       const rf = await redisFigures(redis);
       const [streams, streamMs] = await timed(() => Promise.all(apps.map((a) => stream(redis, a, root, ITEMS))));
-      const statusMs = await statusOf(redis, apps);
+      const { ms: statusMs, cpuMs: statusCpuMs } = await statusOf(redis, apps);
       const after = await redisFigures(redis);
       const [, teardownMs] = await timed(() => Promise.all(apps.map((a) => runtime.teardown(a.name, cluster))));
       deployed.length = 0;
       for (const a of apps) await teardownAppKeys(redis, PREFIX, a.name);
-      results.apps = { startMs, slowestRunnerMs: Math.max(...ds.flatMap((d) => d.perRunnerMs)), memory: mem, redis: rf, redisAfterItems: after, streamMs, perAppStreamMs: streams, statusMs, teardownMs };
+      results.apps = { startMs, slowestRunnerMs: Math.max(...ds.flatMap((d) => d.perRunnerMs)), memory: mem, redis: rf, redisAfterItems: after, streamMs, perAppStreamMs: streams, statusMs, statusCpuMs, teardownMs };
       lines.push(`| ${APPS} apps x ${APP_TASKS} tasks: all streaming | ${APPS}/${APPS} apps, ${ITEMS} items each in ${(streamMs / 1000).toFixed(1)} s | all | met | all ready in ${(startMs / 1000).toFixed(1)} s |`);
-      lines.push(`| ${APPS} apps: status of all | ${statusMs} ms | <= 1 s | ${statusMs <= 1000 ? 'met' : 'NOT met'} | in-process (the CLI adds its own start) |`);
+      lines.push(`| ${APPS} apps: status of all | ${statusMs} ms | <= 1 s | ${statusMs <= 1000 ? 'met' : 'NOT met'} | ${statusCpuMs} ms of CPU; in-process (the CLI adds its own start) |`);
       lines.push(`| ${APPS} apps: Redis / memory | ${rf.clients} clients, ${mb(rf.usedMemoryBytes)}, ${after.keys} keys; PSS ${mb(mem.pssBytes)} (${mem.processes} processes) | reported | | teardown ${teardownMs} ms |`);
     }
   } finally {

@@ -157,7 +157,7 @@ export class ProcessRuntime implements Runtime {
     const dir = appStateDir(cluster, app.name);
     await mkdir(dir, { recursive: true });
     const existing = await this.readStates(app.name, cluster);
-    const handles: Array<RunnerHandle & { stateFile: string; logFile: string }> = [];
+    const handles: Array<RunnerHandle & { stateFile: string; logFile: string; hosted?: boolean }> = [];
     const hosted = new Map<string, RunnerSpec[]>();
     for (const spec of specs) {
       const base = `${spec.task}@${spec.node}`;
@@ -178,7 +178,7 @@ export class ProcessRuntime implements Runtime {
       }
       if (hostable(app, spec.task)) {
         hosted.set(spec.node, [...(hosted.get(spec.node) ?? []), spec]);
-        handles.push({ task: spec.task, node: spec.node, id: '', stateFile: hostPaths(dir, spec.node).state, logFile });
+        handles.push({ task: spec.task, node: spec.node, id: '', stateFile: hostPaths(dir, spec.node).state, logFile, hosted: true });
         continue;
       }
       const running = existing.find((e) => e.file === stateFile && isAlive(e.state.supervisorPid));
@@ -200,6 +200,8 @@ export class ProcessRuntime implements Runtime {
         const st = await readJson<RunnerState>(h.stateFile);
         if (st?.runnerPid) {
           h.id = String(st.runnerPid);
+          // The task's own state file names its host's pids too (readers of the file alone see them).
+          if (h.hosted) writeJson(join(dir, `${h.task}@${h.node}.json`), { host: h.node, task: h.task, node: h.node, app: app.name, supervisorPid: st.supervisorPid, runnerPid: st.runnerPid, restarts: st.restarts, updatedAt: Date.now() });
           break;
         }
         if (Date.now() > deadline) {

@@ -7,12 +7,14 @@
 //   P res:<node>                       hash   latest NodeResources (JSON field `json`)
 //   P link:<from>:<to>:samples         list   capped probe samples (JSON {bytes, seconds, at})
 //   P link:<from>:<to>:fit             string LinkProfile JSON
+//   P link:<from>:<to>:loss            list   capped echo-probe rounds (JSON {sent, lost, at}), newest first
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
 //   P app:<app>:...                    everything of one deployed app (queues, joins, blobs, records, events)
 //   P wave:<app>:...                   distributed WAVE messages of one mapping run
 //   P apps                             set    names of apps that were ever deployed (telemetry discovery)
 //   P app:<app>:events                 stream TaskEvent / ItemDoneEvent JSON (field `json`), capped
 //   P app:<app>:mapping                string MappingRecord JSON of the current deployment
+//   P app:<app>:remaps                 list   re-mapping events (orchestrator/adapt), newest first, capped
 //   P agent:<node>:inbox               list   requests to one agent (JSON messages: exec profiling,
 //                                             WAVE assignments); the agent BLPOPs it
 //   P reply:<id>                       list   replies to one request (agents RPUSH, requester BLPOPs); TTL
@@ -26,6 +28,8 @@ export interface Keys {
   resources(node: string): string;
   linkSamples(from: string, to: string): string;
   linkFit(from: string, to: string): string;
+  /** Loss-probe rounds of a directed link (profilers/faults). */
+  linkLoss(from: string, to: string): string;
   exec(app: string, node: string, task: string): string;
   /** Prefix of every key of one app (for teardown: SCAN `${app(app)}*`). */
   app(app: string): string;
@@ -42,6 +46,8 @@ export interface Keys {
   events(app: string): string;
   /** MappingRecord JSON (config/events.ts) of the app's current deployment. */
   mapping(app: string): string;
+  /** Re-mapping events of the app (orchestrator/adapt/events.ts), newest first. */
+  remaps(app: string): string;
 }
 
 export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
@@ -53,6 +59,7 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     resources: (n) => `${p}res:${n}`,
     linkSamples: (f, t) => `${p}link:${f}:${t}:samples`,
     linkFit: (f, t) => `${p}link:${f}:${t}:fit`,
+    linkLoss: (f, t) => `${p}link:${f}:${t}:loss`,
     exec: (a, n, t) => `${p}exec:${a}:${n}:${t}`,
     app: (a) => `${p}app:${a}:`,
     queuePrefix: (a) => `${p}app:${a}:q`,
@@ -60,6 +67,7 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     apps: () => `${p}apps`,
     events: (a) => `${p}app:${a}:events`,
     mapping: (a) => `${p}app:${a}:mapping`,
+    remaps: (a) => `${p}app:${a}:remaps`,
     agentInbox: (n) => `${p}agent:${n}:inbox`,
     reply: (id) => `${p}reply:${id}`,
   };

@@ -122,7 +122,24 @@ export interface ClusterConfig {
   stateDir: string;
   /** Why stateDir is where it is, for messages (`stack status`, `deploy`). */
   stateDirOrigin?: string;
+  /** Adaptive placement (orchestrator/adapt); the loader fills in the defaults. */
+  adapt?: AdaptSettings;
+  /** Node agents' profiling settings; the loader fills in the defaults. */
+  profiling?: { probeBudget: number };
 }
+
+export type AdaptMode = 'off' | 'suggest' | 'auto';
+
+export interface AdaptSettings {
+  mode: AdaptMode;
+  /** Predicted makespan gain that counts (fraction, 0.2 = 20%). */
+  threshold: number;
+  /** How long the gain must last before acting (seconds). */
+  holdSec: number;
+}
+
+export const ADAPT_DEFAULTS: AdaptSettings = { mode: 'suggest', threshold: 0.2, holdSec: 30 };
+export const DEFAULT_PROBE_BUDGET = 0.02;
 
 // ---- profiles (written by profilers/, read by the mapping pipeline) ----
 
@@ -154,6 +171,8 @@ export interface LinkProfile {
   model?: 'quadratic' | 'linear' | 'clamped';
   /** ms since epoch of the newest probe sample behind the fit. */
   sampledAt?: number;
+  /** ms since epoch of the oldest sample behind the fit (the link's current regime starts no later). */
+  windowFrom?: number;
 }
 
 export interface ExecProfile {

@@ -12,7 +12,7 @@ import { connectRedis } from '../queue/connection.js';
 import { emitItemDone } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext } from '../queue/failures.js';
 import { appKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
-import { BUNDLE_MAX, jobPrefix, type BundleJob, type Delivery } from '../queue/naming.js';
+import { BUNDLE_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
@@ -33,11 +33,13 @@ export interface SinkOptions {
 }
 
 /**
- * Where an output lands: flat when its name carries the item's job prefix (Jupiter's naming),
- * else under a folder per item so that equal names of different items cannot collide.
+ * Where an output lands: flat, `<outputDir>/<name>`, as in the original's home `/output` folder
+ * (Jupiter's naming keeps names unique per job). `owner` is the item that wrote that name first
+ * in this run: when another item delivers the same name (possible only when one job id was
+ * submitted twice), its file becomes `<name>.<item>`, so nothing is overwritten.
  */
-export function outputPath(outputDir: string, item: string, name: string): string {
-  return jobPrefix(name) === item ? join(outputDir, name) : join(outputDir, item, name);
+export function outputPath(outputDir: string, item: string, name: string, owner: string | undefined = item): string {
+  return owner === item ? join(outputDir, name) : join(outputDir, `${name}.${item}`);
 }
 
 /** What delivering one file came to: the item's makespan when it finished it, or the error. */
@@ -55,6 +57,8 @@ export class Sink {
   private readonly keys: AppKeys;
   private readonly recorded = new Set<string>();
   private readonly dirs = new Set<string>();
+  /** Output name -> the item that delivered it first (outputPath). */
+  private readonly owners = new Map<string, string>();
   /** Deliveries of all jobs in hand share the sink's round trips (a group reads its bytes at once). */
   private readonly deliveries = new Grouper<Delivery, Outcome>((ds) => this.deliver(ds), 2 * BUNDLE_MAX, (d) => d.size, HELD_BYTES);
 
@@ -117,7 +121,13 @@ export class Sink {
 
   /** Small files synchronously (a thread-pool hop costs more than the write), large ones not. */
   private async write(d: Delivery, bytes: Buffer): Promise<void> {
-    const dest = outputPath(this.opts.outputDir, d.item, d.name);
+    let owner = this.owners.get(d.name);
+    if (owner === undefined) {
+      owner = d.item;
+      if (this.owners.size > 100_000) this.owners.clear();
+      this.owners.set(d.name, owner);
+    }
+    const dest = outputPath(this.opts.outputDir, d.item, d.name, owner);
     const dir = dirname(dest);
     if (bytes.length > SYNC_WRITE_BYTES) {
       await mkdir(dir, { recursive: true });

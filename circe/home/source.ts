@@ -1,4 +1,5 @@
-// The home's source: puts files into the entry tasks' queues as new stream items.
+// The home's source: puts files into the entry tasks' queues as new stream items, one item per
+// job (files sharing a job prefix, Jupiter's rule, enter together).
 // Back-pressure: before each batch it looks at the depth of every task queue of the app (counting
 // what waits upstream of it), sends no more than the room left under `queueCap` in the fullest
 // one, and waits while there is none,
@@ -27,9 +28,31 @@ export interface SubmitOptions {
 
 export interface SubmittedItem {
   item: string;
+  /** The job's first file (its path) and name. */
   file: string;
   name: string;
+  /** Every file of the job (Jupiter's rule: files sharing a job prefix are one job). */
+  files: string[];
   enteredAt: number;
+}
+
+/**
+ * Files grouped into jobs by Jupiter's rule (the name's prefix before the first `_`, else before
+ * the first `.`), in the order each job's first file comes. The entry tasks see all files of a
+ * job as one item: a task with NUM_INPUTS 2 runs once both files of the job are there.
+ */
+export function groupByJob(files: string[]): Array<{ job: string; files: string[] }> {
+  const jobs = new Map<string, string[]>();
+  for (const f of files) {
+    const j = jobPrefix(basename(f));
+    const list = jobs.get(j);
+    if (list) {
+      if (!list.some((x) => basename(x) === basename(f))) list.push(f);
+    } else {
+      jobs.set(j, [f]);
+    }
+  }
+  return [...jobs].map(([job, fs]) => ({ job, files: fs }));
 }
 
 /** Every queue of the app (task queues and the sink's) with the DAG tasks upstream of it. */
@@ -64,8 +87,8 @@ function newItemId(base: string): string {
 }
 
 /**
- * Submit files as new items. The item id is the file name's job prefix (Jupiter's rule) when
- * that is unique in the batch and unused in Redis, else a generated one; the file keeps its name.
+ * Submit files as new items, one per job (groupByJob). The item id is the job prefix when it is
+ * unused in Redis, else a generated one; the files keep their names.
  */
 export async function submitItems(redis: Redis, prefix: string, app: AppSpec, files: string[], opts: SubmitOptions = {}): Promise<SubmittedItem[]> {
   const settings = opts.settings ?? (await readSettings(redis, prefix, app.name));
@@ -74,7 +97,7 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
   try {
     // Synchronous stat and reads of small files: an async call costs a thread-pool hop per
     // file, many times the read itself (the source runs in the CLI, nothing else waits on it).
-    const sizes: number[] = [];
+    const sizes = new Map<string, number>();
     for (const f of files) {
       let st: Stats | undefined;
       try {
@@ -83,7 +106,7 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
         st = undefined;
       }
       if (!st?.isFile()) throw inputError(`input ${f} is not a readable file`);
-      sizes.push(st.size);
+      sizes.set(f, st.size);
       if (st.size > settings.maxBlobBytes) {
         throw inputError(`input ${f} is ${formatBytes(st.size)}, over the pipeline's size limit of ${formatBytes(settings.maxBlobBytes)}`, {
           file: f,
@@ -91,14 +114,14 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
         });
       }
     }
-    const prefixes = files.map((f) => jobPrefix(basename(f)));
-    const taken = (await execOrThrow(prefixes.reduce((p, id) => p.exists(keys.item(id)), redis.pipeline()))) as number[];
-    const ids = prefixes.map((p, i) => (prefixes.indexOf(p) === prefixes.lastIndexOf(p) && !taken[i] && p ? p : newItemId(p)));
+    const jobs = groupByJob(files);
+    const taken = (await execOrThrow(jobs.reduce((p, j) => p.exists(keys.item(j.job)), redis.pipeline()))) as number[];
+    const ids = jobs.map((j, i) => (!taken[i] && j.job ? j.job : newItemId(j.job)));
 
     const upstream = upstreamTasks(app);
     const out: SubmittedItem[] = [];
     let sinceTrim = 0;
-    for (let i = 0; i < files.length;) {
+    for (let i = 0; i < jobs.length;) {
       // Room left in the fullest queue decides how many items may go in now.
       let room = 0;
       for (;;) {
@@ -112,16 +135,16 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
         opts.onBackPressure?.(fullest, depths[fullest] ?? depth);
         await new Promise((r) => setTimeout(r, 100));
       }
-      const n = Math.min(SUBMIT_BATCH, room, files.length - i);
-      const chunk = files.slice(i, i + n);
-      const bytes = await Promise.all(chunk.map((f, j) => (sizes[i + j]! <= SYNC_READ_BYTES ? readFileSync(f) : readFile(f))));
+      const n = Math.min(SUBMIT_BATCH, room, jobs.length - i);
+      const chunk = jobs.slice(i, i + n);
+      const bytes = await Promise.all(chunk.map((j) => Promise.all(j.files.map((f) => (sizes.get(f)! <= SYNC_READ_BYTES ? readFileSync(f) : readFile(f))))));
       const enteredAt = Date.now();
-      const batch = chunk.map((file, j) => ({ item: ids[i + j]!, file, name: basename(file), enteredAt }));
+      const batch = chunk.map((j, k) => ({ item: ids[i + k]!, file: j.files[0]!, name: basename(j.files[0]!), files: j.files, enteredAt }));
       await queues.sendMany(
-        batch.map((b, j) => ({ item: b.item, from: SINK_QUEUE, files: [{ name: b.name, bytes: bytes[j]!, to: app.entryTasks }] })),
+        batch.map((b, k) => ({ item: b.item, from: SINK_QUEUE, files: b.files.map((f, m) => ({ name: basename(f), bytes: bytes[k]![m]!, to: app.entryTasks })) })),
         (pipe) => {
           for (const b of batch) {
-            pipe.hset(keys.item(b.item), 'enteredAt', enteredAt, 'file', b.name, 'runId', opts.runId ?? '');
+            pipe.hset(keys.item(b.item), 'enteredAt', enteredAt, 'file', b.files.map((f) => basename(f)).join(';'), 'runId', opts.runId ?? '');
             pipe.zadd(keys.items, enteredAt, b.item);
           }
           pipe.hincrby(keys.stats, 'items:submitted', n);
@@ -129,9 +152,9 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
       );
       out.push(...batch);
       i += n;
-      opts.onProgress?.(i, files.length);
+      opts.onProgress?.(i, jobs.length);
       sinceTrim += n;
-      if (sinceTrim >= 256 || i === files.length) {
+      if (sinceTrim >= 256 || i === jobs.length) {
         await trimItems(redis, prefix, app, settings.keepItems);
         sinceTrim = 0;
       }
@@ -157,7 +180,7 @@ export async function trimItems(redis: Redis, prefix: string, app: AppSpec, keep
   const ids = oldest.filter((_, i) => done[i]);
   if (ids.length === 0) return 0;
   const pipe = redis.pipeline().zrem(keys.items, ...ids);
-  for (const id of ids) pipe.del(keys.item(id), keys.out(id), keys.rt(id), ...app.dagTasks.map((t) => keys.done(t, id)));
+  for (const id of ids) pipe.del(keys.item(id), keys.out(id), keys.rt(id), keys.joins(id), ...app.dagTasks.map((t) => keys.done(t, id)));
   await execOrThrow(pipe);
   return ids.length;
 }

@@ -9,6 +9,8 @@ export interface ItemResult {
   item: string;
   done: boolean;
   failed: boolean;
+  /** Failed because a join of it could never reach NUM_INPUTS (a dead letter, not a task error). */
+  stuck?: boolean;
   error?: string;
   makespanMs?: number;
   /** Output names delivered at the sink. */
@@ -23,7 +25,35 @@ export interface ItemResult {
 export interface WaitOptions {
   timeoutMs?: number;
   pollMs?: number;
-  onProgress?: (done: number, total: number) => void;
+  /** finished = done + failed + deadLettered, of total. */
+  onProgress?: (finished: number, total: number, tally: Tally) => void;
+}
+
+/** How the finished items ended: delivered, failed at a task, or dead-lettered at a join. */
+export interface Tally {
+  done: number;
+  failed: number;
+  deadLettered: number;
+}
+
+export function tally(results: Iterable<ItemResult>): Tally {
+  const t: Tally = { done: 0, failed: 0, deadLettered: 0 };
+  for (const r of results) {
+    if (!r.done) continue;
+    if (r.stuck) t.deadLettered++;
+    else if (r.failed) t.failed++;
+    else t.done++;
+  }
+  return t;
+}
+
+/** "8 done, 1 failed, 1 dead-lettered of 10" (zero counts left out, except done). */
+export function tallyText(t: Tally, total: number): string {
+  const parts = [`${t.done} done`];
+  if (t.failed) parts.push(`${t.failed} failed`);
+  if (t.deadLettered) parts.push(`${t.deadLettered} dead-lettered (join short of NUM_INPUTS)`);
+  const finished = t.done + t.failed + t.deadLettered;
+  return `${parts.join(', ')} of ${total}${finished < total ? ` (${total - finished} still running)` : ''}`;
 }
 
 export async function itemResults(redis: Redis, prefix: string, app: string, items: string[]): Promise<ItemResult[]> {
@@ -33,12 +63,12 @@ export async function itemResults(redis: Redis, prefix: string, app: string, ite
     const batch = items.slice(i, i + 500);
     const pipe = redis.pipeline();
     for (const id of batch) {
-      pipe.hmget(k.item(id), 'doneAt', 'makespanMs', 'failed', 'error', 'enteredAt');
+      pipe.hmget(k.item(id), 'doneAt', 'makespanMs', 'failed', 'error', 'enteredAt', 'stuck');
       pipe.smembers(k.out(id));
     }
     const res = await execOrThrow(pipe);
     batch.forEach((id, j) => {
-      const [doneAt, ms, failed, error, enteredAt] = res[2 * j] as Array<string | null>;
+      const [doneAt, ms, failed, error, enteredAt, stuck] = res[2 * j] as Array<string | null>;
       // The source writes an item's record before any of its jobs exists: a submitted item
       // without one was trimmed after it finished (a stream longer than keepItems).
       const trimmed = doneAt === null && enteredAt === null;
@@ -47,6 +77,7 @@ export async function itemResults(redis: Redis, prefix: string, app: string, ite
         done: doneAt !== null || trimmed,
         ...(trimmed ? { trimmed } : {}),
         failed: failed === '1',
+        ...(stuck === '1' ? { stuck: true } : {}),
         error: error ?? undefined,
         makespanMs: ms === null ? undefined : Number(ms),
         outputs: (res[2 * j + 1] as string[]).sort(),
@@ -67,7 +98,7 @@ export async function waitForItems(redis: Redis, prefix: string, app: string, it
     const res = await itemResults(redis, prefix, app, open.slice(0, 200));
     for (const r of res) if (r.done) finished.set(r.item, r);
     open = open.filter((id) => !finished.has(id));
-    opts.onProgress?.(finished.size, items.length);
+    opts.onProgress?.(finished.size, items.length, tally(finished.values()));
     if (open.length === 0) return items.map((id) => finished.get(id)!);
     if (Date.now() > deadline) {
       throw runtimeError(`${open.length} of ${items.length} item(s) of app ${app} did not finish in time (first: ${open.slice(0, 3).join(', ')})`, {

@@ -7,6 +7,8 @@ import type { AppSpec, TaskSpec } from '../../config/types.js';
 import { inputError } from '../../config/errors.js';
 import { checkOutputs } from './paths.js';
 import { PythonWorker } from './python.js';
+import { centralizedLaunch, type Launch } from '../compat/centralized.js';
+import { defaultWorkRoot } from '../runner/work-slots.js';
 
 export interface TaskInvoker {
   /** Run the task on files already in pathin; returns real output paths inside pathout. */
@@ -46,30 +48,33 @@ function asPaths(task: string, v: unknown): string[] {
 }
 
 // Python workers started ahead of createInvoker(), by task name, with their start-up.
-const prestarted = new Map<string, { worker: PythonWorker; started: Promise<void> }>();
+const prestarted = new Map<string, { worker: PythonWorker; launch?: Launch; started: Promise<void> }>();
 
 /**
  * Start a Python task's interpreter now (no-op for other tasks): it then boots and imports the
  * task's module while the runner loads its own modules and connects to Redis, instead of after.
  * createInvoker() takes this worker over and reports its start-up error, if any, as usual.
  */
-export function prestartInvoker(task: TaskSpec, opts: InvokerOptions = {}): void {
+export function prestartInvoker(app: AppSpec, task: TaskSpec, node: string, opts: InvokerOptions = {}): void {
   if (!task.isDag || task.language !== 'python' || prestarted.has(task.name)) return;
-  const worker = new PythonWorker(task.name, task.scriptFile, undefined, opts.stderr);
-  prestarted.set(task.name, { worker, started: worker.start() });
+  const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr);
+  prestarted.set(task.name, { worker, launch, started: worker.start() });
 }
 
-async function startPython(task: TaskSpec, opts: InvokerOptions): Promise<PythonWorker> {
+async function startPython(app: AppSpec, task: TaskSpec, node: string, opts: InvokerOptions): Promise<{ worker: PythonWorker; launch?: Launch }> {
   const pre = prestarted.get(task.name);
   prestarted.delete(task.name);
   if (pre && pre.worker.scriptFile === task.scriptFile) {
     await pre.started;
-    return pre.worker;
+    return pre;
   }
   await pre?.worker.close();
-  const worker = new PythonWorker(task.name, task.scriptFile, undefined, opts.stderr);
+  pre?.launch?.cleanup();
+  const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr);
   await worker.start();
-  return worker;
+  return { worker, launch };
 }
 
 export interface InvokerOptions {
@@ -77,12 +82,12 @@ export interface InvokerOptions {
   stderr?: number;
 }
 
-export async function createInvoker(app: AppSpec, task: TaskSpec, opts: InvokerOptions = {}): Promise<TaskInvoker> {
+export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local', opts: InvokerOptions = {}): Promise<TaskInvoker> {
   if (!task.isDag) {
     throw inputError(`task ${task.name} of app ${app.name} is a non-DAG helper; it runs once as a script (runHelper), not per item`);
   }
   if (task.language === 'python') {
-    const worker = await startPython(task, opts);
+    const { worker, launch } = await startPython(app, task, node, opts);
     return {
       get pid() {
         return worker.pid;
@@ -91,7 +96,7 @@ export async function createInvoker(app: AppSpec, task: TaskSpec, opts: InvokerO
         const filename = inputs.length === 1 ? inputs[0]! : inputs;
         return checkOutputs(task.name, await worker.invoke(filename, pathin, pathout), pathout);
       },
-      close: () => worker.close(),
+      close: () => worker.close().finally(() => launch?.cleanup()),
     };
   }
   if (task.language === 'javascript' || task.language === 'typescript') {
@@ -130,7 +135,7 @@ export interface SharedPythonInvoker {
  */
 export function sharedPythonInvoker(scriptsDir: string, opts: InvokerOptions = {}): SharedPythonInvoker {
   const dir = resolve(scriptsDir);
-  const worker = new PythonWorker('(shared)', `${dir}/`, undefined, opts.stderr);
+  const worker = new PythonWorker('(shared)', `${dir}/`, undefined, undefined, opts.stderr);
   const moduleOf = (task: TaskSpec): string => basename(task.scriptFile).replace(/\.py$/, '');
   return {
     serves: (task) => task.isDag && task.language === 'python' && dirname(resolve(task.scriptFile)) === dir,

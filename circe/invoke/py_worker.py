@@ -30,6 +30,9 @@ def main():
         proto.flush()
 
     scripts_dir, module_name = sys.argv[1], sys.argv[2]
+    # The working directory is the scripts folder (the wrapper of original apps starts us in /
+    # before /centralized_scheduler is mounted).
+    os.chdir(scripts_dir)
     sys.path.insert(0, scripts_dir)
     tasks = {}
 

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { Launch } from '../compat/centralized.js';
 
 /** The shim ships next to this module (dist/) or in the source tree (circe/invoke/). */
 export function pyWorkerPath(): string {
@@ -38,19 +39,29 @@ export class PythonWorker {
   private readonly pending = new Map<number, Pending>();
   pid?: number;
 
-  /** @param stderr file descriptor for the task's output (default: inherited) */
-  constructor(private readonly task: string, readonly scriptFile: string, private readonly python = process.env.JUPITER_PYTHON ?? 'python3', private readonly stderr?: number) {}
+  constructor(
+    private readonly task: string,
+    readonly scriptFile: string,
+    private readonly python = process.env.JUPITER_PYTHON ?? 'python3',
+    /** Original Jupiter apps: import from /centralized_scheduler (circe/compat/centralized.ts). */
+    private readonly launch?: Pick<Launch, 'scriptsDir' | 'env' | 'wrap'>,
+    /** File descriptor for the task's output (default: inherited). */
+    private readonly stderr?: number,
+  ) {}
 
   /** Start the interpreter and import the module (errors in the module surface here). */
   start(): Promise<void> {
     if (this.ready) return this.ready;
-    const scriptsDir = this.scriptFile.endsWith('/') ? resolve(this.scriptFile) : dirname(resolve(this.scriptFile));
     // A script folder alone (ending in /): no module at start, each call names its own.
-    const moduleName = this.scriptFile.endsWith('/') ? '' : basename(this.scriptFile).replace(/\.py$/, '');
-    const child = spawn(this.python, ['-u', pyWorkerPath(), scriptsDir, moduleName], {
-      cwd: scriptsDir,
+    const shared = this.scriptFile.endsWith('/');
+    const scriptsDir = this.launch?.scriptsDir ?? (shared ? resolve(this.scriptFile) : dirname(resolve(this.scriptFile)));
+    const moduleName = shared ? '' : basename(this.scriptFile).replace(/\.py$/, '');
+    const cmd = this.launch?.wrap(this.python, ['-u', pyWorkerPath(), scriptsDir, moduleName]) ?? { cmd: this.python, args: ['-u', pyWorkerPath(), scriptsDir, moduleName] };
+    const child = spawn(cmd.cmd, cmd.args, {
+      // In a private mount namespace the folder exists only once the wrapper has mounted it.
+      cwd: this.launch ? '/' : scriptsDir,
       stdio: ['pipe', 'pipe', this.stderr ?? 'inherit'],
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+      env: { ...process.env, ...this.launch?.env, PYTHONDONTWRITEBYTECODE: '1' },
     });
     this.child = child;
     this.pid = child.pid;

@@ -7,11 +7,13 @@
 //   A queued:<task>           set     delivery ids sent to the task (or `home`) and not yet finished
 //                                     there: the task's depth in items, whatever the job bundling
 //   A join:<task>:<item>      hash    inputs of a join collected so far (delivery id -> JSON input)
+//   A joins:<item>            hash    joins of the item waiting for files (join key -> JSON meta):
+//                                     left non-empty when the item ends = dead letters
 //   A done:<task>:<item>      string  marker: task ran for item (expires; suppresses redeliveries)
 //   A pending:<item>          set     delivery ids of the item still in flight (empty = item finished)
 //   A item:<item>             hash    enteredAt, file, runId, lastOutputAt, doneAt, makespanMs, failed
 //   A out:<item>              set     output names delivered at the sink (exactly-once dedup)
-//   A rt:<item>               hash    runtime records `<task>|enter|start|finish|node|file`
+//   A rt:<item>               hash    runtime records `<task>|enter|start|finish|node|file|in` (in: input bytes)
 //   A items                   zset    item ids by entry time (bounded; oldest records trimmed)
 //   A makespans               list    recent makespans in ms (bounded)
 //   A stats                   hash    counters: processed:<task>, failed:<task>, retried:<task>, ...
@@ -34,6 +36,7 @@ export interface AppKeys {
   /** queued('') is the prefix the Lua scripts derive receivers' keys from. */
   queued(task: string): string;
   join(task: string, item: string): string;
+  joins(item: string): string;
   done(task: string, item: string): string;
   pending(item: string): string;
   item(item: string): string;
@@ -60,6 +63,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     blobHolders: (id) => `${a}blob:${id}:h`,
     queued: (t) => `${a}queued:${t}`,
     join: (t, i) => `${a}join:${t}:${i}`,
+    joins: (i) => `${a}joins:${i}`,
     done: (t, i) => `${a}done:${t}:${i}`,
     pending: (i) => `${a}pending:${i}`,
     item: (i) => `${a}item:${i}`,

@@ -8,6 +8,47 @@
 import type { Redis } from 'ioredis';
 
 const FINISH_FN = `
+-- Nothing of the item is in flight any more, so a join still holding files of it can never
+-- reach NUM_INPUTS (counted in files of the job, so a FLAG-true parent or the home may send
+-- fewer than it): each such join becomes a dead letter naming the task, the job and the files
+-- that did arrive; their bytes are freed and the item finishes as failed. Keys derive from the
+-- stats key (<A>stats): <A>joins:<item> lists the item's joins (join key -> JSON meta).
+local function stuck_joins(item, stats, now)
+  local base = string.sub(stats, 1, #stats - 5)
+  local iid = string.sub(item, #base + 6)
+  local joins = base .. 'joins:' .. iid
+  local list = redis.call('HGETALL', joins)
+  if #list == 0 then return end
+  redis.call('DEL', joins)
+  -- An item that already failed at a task keeps that error (the join is short because of it).
+  local failed = redis.call('HGET', item, 'failed') == '1'
+  for x = 1, #list, 2 do
+    local inputs = redis.call('HVALS', list[x])
+    if #inputs > 0 then
+      local meta = cjson.decode(list[x + 1])
+      local names, froms = {}, {}
+      for _, v in ipairs(inputs) do
+        local inp = cjson.decode(v)
+        table.insert(names, inp['name'])
+        table.insert(froms, inp['from'])
+        local holders = base .. 'blob:' .. inp['blob'] .. ':h'
+        redis.call('SREM', holders, inp['id'])
+        if redis.call('SCARD', holders) == 0 then redis.call('DEL', base .. 'blob:' .. inp['blob'], holders) end
+      end
+      table.sort(names)
+      local err = 'job ' .. iid .. ' can never reach NUM_INPUTS ' .. meta['n'] .. ' at task ' .. meta['task'] ..
+        ': ' .. #inputs .. ' file(s) arrived (' .. table.concat(names, ', ') .. ') and no more of the job are in flight'
+      redis.call('DEL', list[x])
+      redis.call('LPUSH', base .. 'deadletters', cjson.encode({app = meta['app'], task = meta['task'], node = meta['node'],
+        item = iid, file = table.concat(names, ', '), from = table.concat(froms, ', '), error = err, attempts = 0, ts = tonumber(now)}))
+      redis.call('HINCRBY', stats, 'deadlettered:' .. meta['task'], 1)
+      if not failed then
+        redis.call('HSET', item, 'failed', 1, 'stuck', 1, 'error', meta['task'] .. ': ' .. err)
+        failed = true
+      end
+    end
+  end
+end
 -- Take a delivery out of its receiver's queued set and its item's in-flight set; when it was
 -- the item's last one, mark the item done, record its makespan (bounded list) and return it,
 -- else return -1.
@@ -17,6 +58,7 @@ local function finish_item(pending, item, stats, makespans, id, now, queued)
   if redis.call('SCARD', pending) > 0 then return -1 end
   if redis.call('EXISTS', item) == 0 then return -1 end
   if redis.call('HSETNX', item, 'doneAt', now) == 0 then return -1 end
+  stuck_joins(item, stats, now)
   local entered = tonumber(redis.call('HGET', item, 'enteredAt') or now)
   local last = tonumber(redis.call('HGET', item, 'lastOutputAt') or now)
   local ms = last - entered
@@ -41,22 +83,26 @@ const ARRIVE = `
 --   {'wait'}         a join input stored until the item's other inputs are here
 --   {'run', input1, bytes1, input2, bytes2, ...}  run now: the inputs come with their bytes, so
 --                    that a run costs one round trip
--- KEYS: per delivery 4 keys: done marker, join hash, runtime record hash, its blob
--- ARGV: 1 numInputs, 2 rt field, 3 blob key prefix, then per delivery: id, input JSON, enter ts
+-- NUM_INPUTS counts files of the job, whoever sent them; a waiting join is listed in the item's
+-- joins hash (join key -> JSON meta) so that it becomes a dead letter if the item ends short.
+-- KEYS: per delivery 5 keys: done marker, join hash, runtime record hash, its blob, item's joins
+-- ARGV: 1 numInputs, 2 rt field, 3 blob key prefix, 4 join meta JSON, then per delivery: id,
+--   input JSON, enter ts
 local k = tonumber(ARGV[1])
 local out = {}
-for j = 0, #KEYS / 4 - 1 do
-  local id, inp = ARGV[4 + 3 * j], ARGV[5 + 3 * j]
-  redis.call('HSETNX', KEYS[4 * j + 3], ARGV[2], ARGV[6 + 3 * j])
-  local done = redis.call('GET', KEYS[4 * j + 1])
+for j = 0, #KEYS / 5 - 1 do
+  local id, inp = ARGV[5 + 3 * j], ARGV[6 + 3 * j]
+  redis.call('HSETNX', KEYS[5 * j + 3], ARGV[2], ARGV[7 + 3 * j])
+  local done = redis.call('GET', KEYS[5 * j + 1])
   if done then
     out[j + 1] = {'dup', done}
   elseif k <= 1 then
-    out[j + 1] = {'run', inp, redis.call('GET', KEYS[4 * j + 4]) or ''}
+    out[j + 1] = {'run', inp, redis.call('GET', KEYS[5 * j + 4]) or ''}
   else
-    local join = KEYS[4 * j + 2]
+    local join = KEYS[5 * j + 2]
     redis.call('HSET', join, id, inp)
     if redis.call('HLEN', join) < k then
+      redis.call('HSET', KEYS[5 * j + 5], join, ARGV[4])
       out[j + 1] = {'wait'}
     else
       local r = {'run'}

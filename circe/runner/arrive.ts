@@ -23,13 +23,15 @@ export type Arrival =
   /** Run now on these inputs. */
   | { kind: 'run'; pairs: Array<{ inp: StoredInput; bytes: Buffer }> };
 
-export async function arriveGroup(redis: ScriptedRedis, k: AppKeys, task: TaskSpec, group: InHand[]): Promise<Arrival[]> {
+export async function arriveGroup(redis: ScriptedRedis, k: AppKeys, task: TaskSpec, group: InHand[], node: string): Promise<Arrival[]> {
   const T = task.name;
   const keys: string[] = [];
-  const args: Array<string | number> = [task.numInputs, `${T}|enter`, k.blob('')];
+  // What a join that never completes reports in its dead letter (see scripts.ts stuck_joins).
+  const meta = JSON.stringify({ app: k.app, task: T, node, n: task.numInputs });
+  const args: Array<string | number> = [task.numInputs, `${T}|enter`, k.blob(''), meta];
   for (const { d, at } of group) {
     const mine: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at, size: d.size };
-    keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob));
+    keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob), k.joins(d.item));
     args.push(d.id, JSON.stringify(mine), at);
   }
   const res = await redis.jArriveBuffer(keys.length, ...keys, ...args);

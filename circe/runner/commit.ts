@@ -65,6 +65,9 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
     }
     pipe.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(T), d.id, now);
   }
+  // Input bytes of each run beside its runtimes, for the online execution models
+  // (orchestrator/adapt); queued last so the replies above keep their positions.
+  for (const r of runs) pipe.hset(k.rt(r.d.item), `${T}|in`, r.inputs.reduce((a, inp) => a + (inp.size ?? 0), 0));
   const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
   let at = 0;
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];

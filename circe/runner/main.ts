@@ -14,6 +14,8 @@ import { connectRedis } from '../queue/connection.js';
 import { maskUrl } from '../../config/cluster/mask.js';
 import { appKeys, SINK_QUEUE } from '../queue/keys.js';
 import { readRunnerEnv } from './env.js';
+import { centralizedLaunch } from '../compat/centralized.js';
+import { defaultWorkRoot } from './work-slots.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
@@ -80,14 +82,15 @@ async function main(): Promise<number> {
 
   if (!task.isDag) {
     log(`${where}: running helper ${task.scriptFile} ${task.args.join(' ')}`);
-    const code = await runHelper(task);
+    const launch = centralizedLaunch(app, task, env.node, defaultWorkRoot());
+    const code = await runHelper(task, process.env, launch && { ...launch, appDir: app.dir }).finally(() => launch?.cleanup());
     await announcer.hset(appKeys(env.redisPrefix, env.app).helper(task.name), 'exitCode', code, 'at', Date.now(), 'node', env.node).catch(() => undefined);
     await announcer.quit().catch(() => undefined);
     log(`${where}: helper exited with code ${code}`);
     return code;
   }
 
-  prestartInvoker(task);
+  prestartInvoker(app, task, env.node);
   const { TaskRunner } = await import('./task-runner.js');
   const runner = await TaskRunner.start({ app, task, node: env.node, redisUrl: env.redisUrl, prefix: env.redisPrefix, workDir: env.workDir, log });
   closing = () => runner.close();

@@ -112,7 +112,7 @@ export class NodeHost {
         const h: Hosted = { task, fd, failures: 0, stopped: false, log: (msg) => writeSync(fd, `${new Date().toISOString()} ${msg}\n`) };
         this.hosted.set(name, h);
         // Every interpreter boots at once, while the runners load and connect.
-        prestartInvoker(task, { stderr: fd });
+        prestartInvoker(this.app, task, this.spec.node, { stderr: fd });
         fresh.push(h);
       }
       // Not awaited past start-up attempts: a task that keeps failing retries on its own.

@@ -149,7 +149,7 @@ export class TaskRunner {
     const { app, task } = this.opts;
     this.settings = this.opts.settings ?? (await readSettings(this.redis, this.opts.prefix, app.name));
     this.queues = new AppQueues(this.redis, this.opts.prefix, app.name, this.settings);
-    this.invoker = await createInvoker(app, task, { stderr: this.opts.taskStderr });
+    this.invoker = await createInvoker(app, task, this.opts.node, { stderr: this.opts.taskStderr });
     const parent = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
     this.slots = openSlots(parent, this.settings.concurrency);
     this.slotGate = new FifoGate(this.settings.concurrency);
@@ -247,7 +247,7 @@ export class TaskRunner {
   }
 
   private arrive(group: InHand[]): Promise<Arrival[]> {
-    return arriveGroup(this.redis, this.keys, this.opts.task, group);
+    return arriveGroup(this.redis, this.keys, this.opts.task, group, this.opts.node);
   }
 
   /**

@@ -1,5 +1,5 @@
 // The base image made without any registry: this machine's node and python3 runtimes (binaries,
-// the shared libraries `ldd` lists for them, python's standard library), a non-root user `jupiter`
+// the shared libraries `ldd` lists for them, python's standard library), sh/bash and basic tools, a non-root user `jupiter`
 // (uid 10001) and /tmp, packed into a root filesystem tar and imported into the engine.
 // Users with a registry can instead set docker.baseImage to e.g. `node:20-slim` (python3 must
 // then be in that image for Python tasks).
@@ -17,7 +17,7 @@ const run = promisify(execFile);
 export const DEFAULT_BASE_IMAGE = 'jupiter/base:local';
 export const RUNNER_UID = 10001;
 /** Bumped when the layout of the base image changes, so older images are rebuilt. */
-const BASE_FORMAT = '1';
+const BASE_FORMAT = '2';
 export const BASE_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 export interface BaseImageResult {
@@ -100,6 +100,10 @@ function walkStdlib(root: string, out: TarEntry[], elf: string[]): void {
   }
 }
 
+/** Shell tools copied from this machine into the base image (those that exist here). */
+export const SHELL_TOOLS = ['sh', 'bash', 'dd', 'cat', 'cp', 'mv', 'rm', 'mkdir', 'ls', 'echo', 'sleep', 'head', 'tail', 'wc', 'touch',
+  'chmod', 'env', 'sed', 'grep', 'sort', 'basename', 'dirname', 'date', 'true', 'false', 'printf', 'tr', 'cut', 'tee', 'stat'];
+
 const PASSWD = `root:x:0:0:root:/root:/usr/sbin/nologin
 nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
 jupiter:x:${RUNNER_UID}:${RUNNER_UID}:Jupiter task runner:/jupiter/work:/usr/sbin/nologin
@@ -131,6 +135,17 @@ export async function baseRootfs(): Promise<{ entries: TarEntry[]; node: string;
     walkStdlib(py.stdlib, entries, elf);
     if (relative(py.stdlib, py.platstdlib).startsWith('..')) walkStdlib(py.platstdlib, entries, elf);
   }
+
+  // A POSIX shell and the everyday tools: original Jupiter task scripts call os.system() and
+  // helper `.sh` scripts (e.g. `bash generate_random_files.sh` running dd).
+  for (const tool of SHELL_TOOLS) {
+    const found = ['/usr/bin', '/bin'].map((d) => join(d, tool)).find((p) => existsSync(p));
+    if (!found) continue;
+    const real = realpathSync(found);
+    entries.push(fileEntry(`/usr/bin/${tool}`, real));
+    elf.push(real);
+  }
+  if (!entries.some((e) => e.name === 'bin' || e.name.startsWith('bin/'))) entries.push({ name: 'bin', type: 'symlink', mode: 0o777, linkname: 'usr/bin' });
 
   const have = new Set(entries.map((e) => `/${e.name}`));
   for (const lib of await lddLibraries(elf)) {

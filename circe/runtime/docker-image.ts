@@ -4,7 +4,8 @@
 //                               rebuilt only when dependencies change.
 //   jupiter/app-<app>:<hash>  = deps + /jupiter/dist (compiled config/ and circe/, all a runner
 //                               imports) + /jupiter/apps/<app> (the app folder: loadApp names an app
-//                               after its folder, so the folder keeps the app's name); hash of the contents.
+//                               after its folder, so the folder keeps the app's name); hash of the contents;
+//                               an original Jupiter app also gets its scripts/ at /centralized_scheduler.
 // An image whose tag (content hash) already exists on the engine is reused as is.
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { inputError, runtimeError } from '../../config/errors.js';
 import { tarStream, withParents, type TarEntry } from './docker-tar.js';
 import { followProgress } from './docker-progress.js';
 import { DEFAULT_BASE_IMAGE, RUNNER_UID, ensureBaseImage } from './docker-base.js';
+import { CENTRALIZED, CENTRALIZED_ENV, usesCentralized } from '../compat/centralized.js';
 
 /** Bumped when the layout of the app/deps images changes. */
 export const IMAGE_FORMAT = '1';
@@ -227,6 +229,16 @@ export async function ensureAppImage(
     if (existsSync(src)) walk(src, `jupiter/dist/${f}`, entries, (rel, isDir) => isDir || !/\.(ts|md)$/.test(rel));
   }
   walk(app.dir, `jupiter/apps/${app.name}`, entries, (rel) => !APP_SKIP.has(rel.slice(rel.lastIndexOf('/') + 1)));
+  // Original Jupiter apps open their files at /centralized_scheduler/: a copy of scripts/ lives
+  // there, shell scripts executable (the original ran them by path).
+  const centralized = usesCentralized(app);
+  if (centralized) {
+    const at = CENTRALIZED.slice(1);
+    const from = entries.length;
+    walk(join(app.dir, 'scripts'), at, entries, (rel) => !APP_SKIP.has(rel.slice(rel.lastIndexOf('/') + 1)));
+    for (const e of entries.slice(from)) if (e.name.endsWith('.sh')) e.mode = 0o755;
+    entries.push({ name: `${at}/input`, type: 'directory', mode: 0o755 }, { name: `${at}/output`, type: 'directory', mode: 0o755 });
+  }
   const names = new Set<string>();
   const unique = entries.filter((e) => !names.has(e.name) && names.add(e.name));
   entries.length = 0;
@@ -263,6 +275,7 @@ export async function ensureAppImage(
     const dockerfile = [
       `FROM ${depsTag}`,
       'COPY jupiter /jupiter',
+      ...(centralized ? [`COPY ${CENTRALIZED.slice(1)} ${CENTRALIZED}`, `ENV ${CENTRALIZED_ENV}=image`] : []),
       `USER ${RUNNER_UID}:${RUNNER_UID}`,
       'WORKDIR /jupiter/work',
       `ENV NODE_ENV=production HOME=/jupiter/work JUPITER_APP=${app.name} JUPITER_APP_DIR=${containerAppDir(app.name)}`,

@@ -18,6 +18,7 @@ import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { inputError, runtimeError } from '../../config/errors.js';
 import { runnerEnv } from '../runner/env.js';
 import type { HostFile } from '../runner/node-host.js';
+import { CENTRALIZED, ensureCentralizedMountPoint, usesCentralized } from '../compat/centralized.js';
 import { isAlive } from './pid.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
 
@@ -76,7 +77,10 @@ export class ProcessRuntime implements Runtime {
     const main = join(dirname(fileURLToPath(import.meta.url)), '..', 'runner', 'main.js');
     if (!existsSync(main)) throw runtimeError(`runner entry ${main} is missing`, { hint: 'build first: npm run build' });
     if (!existsSync(app.dir)) throw inputError(`app folder ${app.dir} does not exist`);
-    onProgress?.(`process runtime: runners of ${app.name} will run as local processes`);
+    // Original Jupiter apps: checked here, so that deploy says what is missing before any runner starts.
+    const centralized = usesCentralized(app);
+    if (centralized) ensureCentralizedMountPoint(app);
+    onProgress?.(`process runtime: runners of ${app.name} will run as local processes${centralized ? `, each seeing its own copy of the scripts at ${CENTRALIZED} (private mount namespace)` : ''}`);
   }
 
   private async readStates(app: string, cluster: ClusterConfig): Promise<Array<{ file: string; state: RunnerState }>> {

@@ -54,7 +54,7 @@ function parseTaskLine(f: string[], file: string, line: number): TaskLine {
   }
   if (!/^\d+$/.test(num) || Number(num) < 1 || Number(num) > MAX_TASKS) {
     throw inputError(`NUM_INPUTS of ${name} must be a whole number >= 1, got ${JSON.stringify(num)}`, {
-      file, line, hint: `a task line is ${TASK_FORM}; NUM_INPUTS is how many parents feed the task (1 for an entry task)`,
+      file, line, hint: `a task line is ${TASK_FORM}; NUM_INPUTS is how many files of one job the task waits for (1 for a task with one parent)`,
     });
   }
   const lower = flag.toLowerCase();
@@ -149,5 +149,21 @@ export function parseConfiguration(text: string, file: string): ParsedConfigurat
       file, line: declaredLine, hint: `set line ${declaredLine} to ${tasks.length}, or add the missing task lines`,
     });
   }
-  return { declared, declaredLine, tasks, placement };
+  return { declared, declaredLine, tasks: tasks.map((t) => withSinkAliases(t, taskLineOf)), placement };
+}
+
+/**
+ * Later Jupiter versions name the sink `datasink1` (streaming variants) and standalone CIRCE
+ * `scheduler`: as a child that is not a task of the file, either means the home, as `home` does.
+ */
+export const SINK_ALIAS = /^(datasink\d*|scheduler)$/;
+
+function withSinkAliases(t: TaskLine, defined: Map<string, number>): TaskLine {
+  if (!t.isDag || !t.children.some((c) => SINK_ALIAS.test(c) && !defined.has(c))) return t;
+  const children: string[] = [];
+  for (const c of t.children) {
+    const to = SINK_ALIAS.test(c) && !defined.has(c) ? HOME : c;
+    if (!children.includes(to)) children.push(to);
+  }
+  return { ...t, children };
 }

@@ -1,6 +1,7 @@
 // Graph rules of configuration.txt: every child exists, no cycles, NUM_INPUTS equals the number
-// of DAG parents (1 for an entry task, which the home feeds), there is an entry task, and every
-// task has a path to `home`. The DAG becomes a @dagrejs/graphlib Graph over DAG tasks only.
+// of DAG parents when all of them have FLAG false (NUM_INPUTS counts files of one job, and such a
+// parent sends one per job), there is an entry task, and every task has a path to `home`.
+// The DAG becomes a @dagrejs/graphlib Graph over DAG tasks only.
 import { Graph } from '@dagrejs/graphlib';
 import { inputError } from '../errors.js';
 import { HOME } from '../types.js';
@@ -83,15 +84,18 @@ export function buildDag<T extends TaskLine>(appName: string, tasks: T[], file: 
   for (const t of dag) {
     const parents = graph.predecessors(t.name) ?? [];
     if (parents.length === 0) {
+      // The home may feed an entry task several files of one job (NUM_INPUTS of them): known
+      // only at run time, like any count with a FLAG-true parent.
       entryTasks.push(t.name);
-      if (t.numInputs !== 1) {
-        throw inputError(`NUM_INPUTS of entry task ${t.name} is ${t.numInputs}, but it has no DAG parents`, {
-          file, line: t.line, hint: 'the home feeds an entry task one input per item: set NUM_INPUTS to 1',
-        });
-      }
-    } else if (t.numInputs !== parents.length) {
-      throw inputError(`NUM_INPUTS of ${t.name} is ${t.numInputs}, but it has ${parents.length} DAG parent(s): ${parents.join(', ')}`, {
-        file, line: t.line, hint: `set NUM_INPUTS to ${parents.length} (a join waits for one input from each parent)`,
+      continue;
+    }
+    // A FLAG-false parent sends exactly one file per job to each child, so with only such
+    // parents the count is known now. A FLAG-true parent sends every output it makes, which is
+    // known only at run time (a job short of NUM_INPUTS then becomes a dead letter).
+    const allFlagFalse = parents.every((p) => !graph.node(p).broadcast);
+    if (allFlagFalse && t.numInputs !== parents.length) {
+      throw inputError(`NUM_INPUTS of ${t.name} is ${t.numInputs}, but it has ${parents.length} DAG parent(s) with FLAG false: ${parents.join(', ')}`, {
+        file, line: t.line, hint: `set NUM_INPUTS to ${parents.length}: a FLAG-false parent sends one file per job to each child, so a join waits for one file from each parent`,
       });
     }
   }

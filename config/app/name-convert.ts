@@ -1,5 +1,7 @@
 // name_convert.txt: `<task> <output_token> <input_token>` per line, plus a line starting with
 // `input` for the global input. Used to map intermediate file names back to the original input.
+// A task may appear more than once (the original's imgp app does): like the original's reader,
+// the last line wins.
 import { inputError } from '../errors.js';
 import { contentLines } from './text.js';
 
@@ -16,7 +18,6 @@ export function parseNameConvert(text: string, file: string): Map<string, NameCo
       throw inputError(`expected 3 fields, got ${f.length}`, { file, line, hint: 'each line is `<task> <output_token> <input_token>` (the first line may start with `input`)' });
     }
     const [task, output, input] = f as [string, string, string];
-    if (out.has(task)) throw inputError(`${task} appears twice (first on line ${out.get(task)!.line})`, { file, line, hint: 'one line per task' });
     out.set(task, { output, input, line });
   }
   return out;

@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { inputError } from '../errors.js';
-import { HOME, type ClusterConfig, type DockerEndpoint, type NodeConfig, type RuntimeName } from '../types.js';
+import { ADAPT_DEFAULTS, DEFAULT_PROBE_BUDGET, HOME, type ClusterConfig, type DockerEndpoint, type NodeConfig, type RuntimeName } from '../types.js';
 import { checkSchema, lineOfPointer, parseJsonText } from '../app/json.js';
 import { displayPath, isFile, readTextFile } from '../app/text.js';
 import { lazyValidator } from '../schemas/ajv.js';
@@ -184,7 +184,7 @@ async function buildNodes(file: ClusterConfigFile | undefined, text: string, jso
 /** Parse and schema-check the text of a jupiter.config.json (`file` is only used in messages). */
 export function parseClusterConfigText(text: string, file: string): ClusterConfigFile {
   const data = parseJsonText(text, file, CONFIG_FILE);
-  checkSchema(validateFile(), data, text, file, 'see the documented schema in config/schemas/cluster-config.ts (keys: redis, mqtt, mapper, runtime, stateDir, docker, nodes)');
+  checkSchema(validateFile(), data, text, file, 'see the documented schema in config/schemas/cluster-config.ts (keys: redis, mqtt, mapper, runtime, stateDir, adapt, profiling, docker, nodes)');
   return data;
 }
 
@@ -270,6 +270,8 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
     docker: { ...CLUSTER_DEFAULTS.docker, ...file?.docker },
     redisPrefix: file?.redis?.prefix ?? CLUSTER_DEFAULTS.redisPrefix,
     stateDir: resolve(baseDir, file?.stateDir ?? CLUSTER_DEFAULTS.stateDir),
+    adapt: { ...ADAPT_DEFAULTS, ...file?.adapt },
+    profiling: { probeBudget: file?.profiling?.probeBudget ?? DEFAULT_PROBE_BUDGET },
   };
   if (redisUrl !== undefined) config.redisUrl = redisUrl;
   // Relative to the configuration file, so that every shell using that file finds the same stack.

@@ -54,7 +54,7 @@ export const appSpecSchema = {
       },
     },
     inputNode: { type: 'object', additionalProperties: name },
-    sampleInputs: { type: 'array', minItems: 1, items: { type: 'string' } },
+    sampleInputs: { type: 'array', items: { type: 'string' } },
     extra: { type: 'object' },
   },
   additionalProperties: true,

@@ -1,5 +1,7 @@
 // JSON schema of jupiter.config.json, the cluster configuration. Every key is optional: what is
 // left out comes from nodes.txt, the environment (JUPITER_*) or the embedded default.
+
+import { adaptSectionSchema, profilingSectionSchema, type AdaptSectionFile, type ProfilingSectionFile } from './adapt-config.js';
 const nodeName = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$', maxLength: 64 } as const;
 const hostName = {
   type: 'string', minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9._:\\[\\]-]+$',
@@ -46,6 +48,8 @@ export const clusterConfigSchema = {
     mapper: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]*$', description: 'default task mapper, e.g. "heft" (env JUPITER_MAPPER)' },
     runtime: { enum: ['process', 'docker'], description: 'how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)' },
     stateDir: { type: 'string', minLength: 1, description: 'folder for the embedded stack and deployment state (default ".jupiter")' },
+    adapt: adaptSectionSchema,
+    profiling: profilingSectionSchema,
     docker: {
       type: 'object',
       description: 'container settings of the docker runtime',
@@ -95,6 +99,8 @@ export interface ClusterConfigFile {
   mapper?: string;
   runtime?: 'process' | 'docker';
   stateDir?: string;
+  adapt?: AdaptSectionFile;
+  profiling?: ProfilingSectionFile;
   docker?: { baseImage?: string; network?: 'host' | 'bridge'; cpus?: number; memoryMb?: number; restart?: 'on-failure' | 'unless-stopped' };
   nodes?: Array<{ name: string; host?: string; docker?: string; tls?: { ca?: string; cert?: string; key?: string }; agent?: string }>;
 }

@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 export const validate0 = validate10;
-const schema11 = {"$id":"https://jupiter.dev/schemas/app-spec.json","title":"Normalised Jupiter app (AppSpec without graph)","type":"object","required":["name","dir","tasks","dagTasks","entryTasks","sinkTasks","staticPlacement","ports","nameConvert","inputNode","sampleInputs","extra"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"dir":{"type":"string","minLength":1},"tasks":{"type":"array","minItems":1,"items":{"type":"object","required":["name","numInputs","broadcast","children","isDag","script","scriptFile","language","args","execProfiler","line"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"numInputs":{"type":"integer","minimum":1},"broadcast":{"type":"boolean"},"children":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64}},"isDag":{"type":"boolean"},"script":{"type":"string","minLength":1},"scriptFile":{"type":"string","minLength":1},"language":{"enum":["python","javascript","typescript","shell"]},"args":{"type":"array","items":{"type":["string","number","boolean"]}},"execProfiler":{"type":"boolean"},"line":{"type":"integer","minimum":1}},"additionalProperties":false}},"dagTasks":{"type":"array","items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"minItems":1},"entryTasks":{"type":"array","items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"minItems":1},"sinkTasks":{"type":"array","items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"minItems":1},"staticPlacement":{"type":"object","additionalProperties":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64}},"ports":{"type":"object","required":["docker","service"],"properties":{"docker":{"type":"object","additionalProperties":{"type":"integer","minimum":1,"maximum":65535}},"service":{"type":"object","additionalProperties":{"type":"integer","minimum":1,"maximum":65535}}},"additionalProperties":false},"nameConvert":{"type":"object","additionalProperties":{"type":"object","required":["output","input"],"properties":{"output":{"type":"string"},"input":{"type":"string"}},"additionalProperties":false}},"inputNode":{"type":"object","additionalProperties":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64}},"sampleInputs":{"type":"array","minItems":1,"items":{"type":"string"}},"extra":{"type":"object"}},"additionalProperties":true};
+const schema11 = {"$id":"https://jupiter.dev/schemas/app-spec.json","title":"Normalised Jupiter app (AppSpec without graph)","type":"object","required":["name","dir","tasks","dagTasks","entryTasks","sinkTasks","staticPlacement","ports","nameConvert","inputNode","sampleInputs","extra"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"dir":{"type":"string","minLength":1},"tasks":{"type":"array","minItems":1,"items":{"type":"object","required":["name","numInputs","broadcast","children","isDag","script","scriptFile","language","args","execProfiler","line"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"numInputs":{"type":"integer","minimum":1},"broadcast":{"type":"boolean"},"children":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64}},"isDag":{"type":"boolean"},"script":{"type":"string","minLength":1},"scriptFile":{"type":"string","minLength":1},"language":{"enum":["python","javascript","typescript","shell"]},"args":{"type":"array","items":{"type":["string","number","boolean"]}},"execProfiler":{"type":"boolean"},"line":{"type":"integer","minimum":1}},"additionalProperties":false}},"dagTasks":{"type":"array","items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"minItems":1},"entryTasks":{"type":"array","items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"minItems":1},"sinkTasks":{"type":"array","items":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"minItems":1},"staticPlacement":{"type":"object","additionalProperties":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64}},"ports":{"type":"object","required":["docker","service"],"properties":{"docker":{"type":"object","additionalProperties":{"type":"integer","minimum":1,"maximum":65535}},"service":{"type":"object","additionalProperties":{"type":"integer","minimum":1,"maximum":65535}}},"additionalProperties":false},"nameConvert":{"type":"object","additionalProperties":{"type":"object","required":["output","input"],"properties":{"output":{"type":"string"},"input":{"type":"string"}},"additionalProperties":false}},"inputNode":{"type":"object","additionalProperties":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64}},"sampleInputs":{"type":"array","items":{"type":"string"}},"extra":{"type":"object"}},"additionalProperties":true};
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func4 = Object.prototype.hasOwnProperty;
 const pattern0 = new RegExp("^[A-Za-z0-9][A-Za-z0-9_.-]*$", "u");
@@ -817,11 +817,6 @@ let data36 = data.sampleInputs;
 const _errs81 = errors;
 if(errors === _errs81){
 if(Array.isArray(data36)){
-if(data36.length < 1){
-validate10.errors = [{instancePath:instancePath+"/sampleInputs",schemaPath:"#/properties/sampleInputs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
-return false;
-}
-else {
 var valid15 = true;
 const len6 = data36.length;
 for(let i6=0; i6<len6; i6++){
@@ -833,7 +828,6 @@ return false;
 var valid15 = _errs83 === errors;
 if(!valid15){
 break;
-}
 }
 }
 }
@@ -1028,7 +1022,7 @@ return errors === 0;
 }
 
 export const validate2 = validate12;
-const schema13 = {"$id":"https://jupiter.dev/schemas/jupiter.config.json","title":"jupiter.config.json: where Jupiter runs","type":"object","properties":{"$schema":{"type":"string"},"redis":{"type":"object","description":"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.","properties":{"url":{"type":"string","pattern":"^rediss?://","description":"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)"},"prefix":{"type":"string","pattern":"^[A-Za-z0-9_.:-]{1,64}$","description":"prefix of every key Jupiter writes (default \"jupiter:\")"}},"additionalProperties":false},"mqtt":{"type":"object","description":"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.","properties":{"url":{"type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://","description":"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)"},"username":{"type":"string","description":"env JUPITER_MQTT_USERNAME"},"password":{"type":"string","description":"env JUPITER_MQTT_PASSWORD; prefer the environment over this file"},"compat":{"type":"boolean","description":"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)"},"tls":{"type":"object","description":"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file","properties":{"ca":{"type":"string","minLength":1,"description":"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs"},"cert":{"type":"string","minLength":1,"description":"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)"},"key":{"type":"string","minLength":1,"description":"private key of cert (env JUPITER_MQTT_KEY)"},"rejectUnauthorized":{"type":"boolean","description":"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true"}},"additionalProperties":false}},"additionalProperties":false},"mapper":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]*$","description":"default task mapper, e.g. \"heft\" (env JUPITER_MAPPER)"},"runtime":{"enum":["process","docker"],"description":"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)"},"stateDir":{"type":"string","minLength":1,"description":"folder for the embedded stack and deployment state (default \".jupiter\")"},"docker":{"type":"object","description":"container settings of the docker runtime","properties":{"baseImage":{"type":"string","minLength":1,"description":"image with node (and python3 for Python tasks); default \"jupiter/base:local\""},"network":{"enum":["host","bridge"],"description":"container network (default \"host\")"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit per container (default 1)"},"memoryMb":{"type":"integer","minimum":16,"maximum":1048576,"description":"memory limit per container in MiB (default 512)"},"restart":{"enum":["on-failure","unless-stopped"],"description":"restart policy of task containers (default \"on-failure\": a crashed runner comes back, a clean exit stays down)"}},"additionalProperties":false},"nodes":{"type":"array","minItems":1,"description":"the machines: \"home\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"host":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[A-Za-z0-9._:\\[\\]-]+$","description":"host name or IP address of the machine"},"docker":{"type":"string","pattern":"^(unix|tcp|ssh)://","description":"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]"},"tls":{"type":"object","description":"TLS files for a tcp:// Docker endpoint (paths relative to this file)","properties":{"ca":{"type":"string","minLength":1},"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1}},"additionalProperties":false},"agent":{"type":"string","pattern":"^[^\\s]+:\\d{1,5}$","description":"host:port where the node agent listens for probes"}},"additionalProperties":false}}},"additionalProperties":false};
+const schema13 = {"$id":"https://jupiter.dev/schemas/jupiter.config.json","title":"jupiter.config.json: where Jupiter runs","type":"object","properties":{"$schema":{"type":"string"},"redis":{"type":"object","description":"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.","properties":{"url":{"type":"string","pattern":"^rediss?://","description":"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)"},"prefix":{"type":"string","pattern":"^[A-Za-z0-9_.:-]{1,64}$","description":"prefix of every key Jupiter writes (default \"jupiter:\")"}},"additionalProperties":false},"mqtt":{"type":"object","description":"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.","properties":{"url":{"type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://","description":"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)"},"username":{"type":"string","description":"env JUPITER_MQTT_USERNAME"},"password":{"type":"string","description":"env JUPITER_MQTT_PASSWORD; prefer the environment over this file"},"compat":{"type":"boolean","description":"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)"},"tls":{"type":"object","description":"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file","properties":{"ca":{"type":"string","minLength":1,"description":"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs"},"cert":{"type":"string","minLength":1,"description":"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)"},"key":{"type":"string","minLength":1,"description":"private key of cert (env JUPITER_MQTT_KEY)"},"rejectUnauthorized":{"type":"boolean","description":"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true"}},"additionalProperties":false}},"additionalProperties":false},"mapper":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]*$","description":"default task mapper, e.g. \"heft\" (env JUPITER_MAPPER)"},"runtime":{"enum":["process","docker"],"description":"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)"},"stateDir":{"type":"string","minLength":1,"description":"folder for the embedded stack and deployment state (default \".jupiter\")"},"adapt":{"type":"object","description":"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)","properties":{"mode":{"enum":["off","suggest","auto"],"description":"\"off\"; \"suggest\" (default): publish the better mapping and its predicted gain; \"auto\": also move the tasks"},"threshold":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)"},"holdSec":{"type":"number","minimum":0,"maximum":86400,"description":"how long the gain must last before acting, seconds (default 30)"}},"additionalProperties":false},"profiling":{"type":"object","description":"node agents' profiling","properties":{"probeBudget":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)"}},"additionalProperties":false},"docker":{"type":"object","description":"container settings of the docker runtime","properties":{"baseImage":{"type":"string","minLength":1,"description":"image with node (and python3 for Python tasks); default \"jupiter/base:local\""},"network":{"enum":["host","bridge"],"description":"container network (default \"host\")"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit per container (default 1)"},"memoryMb":{"type":"integer","minimum":16,"maximum":1048576,"description":"memory limit per container in MiB (default 512)"},"restart":{"enum":["on-failure","unless-stopped"],"description":"restart policy of task containers (default \"on-failure\": a crashed runner comes back, a clean exit stays down)"}},"additionalProperties":false},"nodes":{"type":"array","minItems":1,"description":"the machines: \"home\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"host":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[A-Za-z0-9._:\\[\\]-]+$","description":"host name or IP address of the machine"},"docker":{"type":"string","pattern":"^(unix|tcp|ssh)://","description":"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]"},"tls":{"type":"object","description":"TLS files for a tcp:// Docker endpoint (paths relative to this file)","properties":{"ca":{"type":"string","minLength":1},"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1}},"additionalProperties":false},"agent":{"type":"string","pattern":"^[^\\s]+:\\d{1,5}$","description":"host:port where the node agent listens for probes"}},"additionalProperties":false}}},"additionalProperties":false};
 const pattern8 = new RegExp("^rediss?://", "u");
 const pattern9 = new RegExp("^[A-Za-z0-9_.:-]{1,64}$", "u");
 const pattern10 = new RegExp("^(mqtts?|wss?|tcp|tls)://", "u");
@@ -1045,7 +1039,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((((((key0 === "$schema") || (key0 === "redis")) || (key0 === "mqtt")) || (key0 === "mapper")) || (key0 === "runtime")) || (key0 === "stateDir")) || (key0 === "docker")) || (key0 === "nodes"))){
+if(!(func4.call(schema13.properties, key0))){
 validate12.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1379,26 +1373,170 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.docker !== undefined){
-let data17 = data.docker;
+if(data.adapt !== undefined){
+let data17 = data.adapt;
 const _errs38 = errors;
 if(errors === _errs38){
 if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
 const _errs40 = errors;
 for(const key4 in data17){
-if(!(((((key4 === "baseImage") || (key4 === "network")) || (key4 === "cpus")) || (key4 === "memoryMb")) || (key4 === "restart"))){
-validate12.errors = [{instancePath:instancePath+"/docker",schemaPath:"#/properties/docker/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
+if(!(((key4 === "mode") || (key4 === "threshold")) || (key4 === "holdSec"))){
+validate12.errors = [{instancePath:instancePath+"/adapt",schemaPath:"#/properties/adapt/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
 if(_errs40 === errors){
-if(data17.baseImage !== undefined){
-let data18 = data17.baseImage;
+if(data17.mode !== undefined){
+let data18 = data17.mode;
 const _errs41 = errors;
-if(errors === _errs41){
-if(typeof data18 === "string"){
-if(func2(data18) < 1){
+if(!(((data18 === "off") || (data18 === "suggest")) || (data18 === "auto"))){
+validate12.errors = [{instancePath:instancePath+"/adapt/mode",schemaPath:"#/properties/adapt/properties/mode/enum",keyword:"enum",params:{allowedValues: schema13.properties.adapt.properties.mode.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid4 = _errs41 === errors;
+}
+else {
+var valid4 = true;
+}
+if(valid4){
+if(data17.threshold !== undefined){
+let data19 = data17.threshold;
+const _errs42 = errors;
+if(errors === _errs42){
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 1 || isNaN(data19)){
+validate12.errors = [{instancePath:instancePath+"/adapt/threshold",schemaPath:"#/properties/adapt/properties/threshold/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1"}];
+return false;
+}
+else {
+if(data19 <= 0 || isNaN(data19)){
+validate12.errors = [{instancePath:instancePath+"/adapt/threshold",schemaPath:"#/properties/adapt/properties/threshold/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/adapt/threshold",schemaPath:"#/properties/adapt/properties/threshold/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid4 = _errs42 === errors;
+}
+else {
+var valid4 = true;
+}
+if(valid4){
+if(data17.holdSec !== undefined){
+let data20 = data17.holdSec;
+const _errs44 = errors;
+if(errors === _errs44){
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 86400 || isNaN(data20)){
+validate12.errors = [{instancePath:instancePath+"/adapt/holdSec",schemaPath:"#/properties/adapt/properties/holdSec/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"}];
+return false;
+}
+else {
+if(data20 < 0 || isNaN(data20)){
+validate12.errors = [{instancePath:instancePath+"/adapt/holdSec",schemaPath:"#/properties/adapt/properties/holdSec/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/adapt/holdSec",schemaPath:"#/properties/adapt/properties/holdSec/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid4 = _errs44 === errors;
+}
+else {
+var valid4 = true;
+}
+}
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/adapt",schemaPath:"#/properties/adapt/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs38 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.profiling !== undefined){
+let data21 = data.profiling;
+const _errs46 = errors;
+if(errors === _errs46){
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+const _errs48 = errors;
+for(const key5 in data21){
+if(!(key5 === "probeBudget")){
+validate12.errors = [{instancePath:instancePath+"/profiling",schemaPath:"#/properties/profiling/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs48 === errors){
+if(data21.probeBudget !== undefined){
+let data22 = data21.probeBudget;
+const _errs49 = errors;
+if(errors === _errs49){
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 1 || isNaN(data22)){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeBudget",schemaPath:"#/properties/profiling/properties/probeBudget/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1"}];
+return false;
+}
+else {
+if(data22 <= 0 || isNaN(data22)){
+validate12.errors = [{instancePath:instancePath+"/profiling/probeBudget",schemaPath:"#/properties/profiling/properties/probeBudget/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/profiling/probeBudget",schemaPath:"#/properties/profiling/properties/probeBudget/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate12.errors = [{instancePath:instancePath+"/profiling",schemaPath:"#/properties/profiling/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs46 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.docker !== undefined){
+let data23 = data.docker;
+const _errs51 = errors;
+if(errors === _errs51){
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+const _errs53 = errors;
+for(const key6 in data23){
+if(!(((((key6 === "baseImage") || (key6 === "network")) || (key6 === "cpus")) || (key6 === "memoryMb")) || (key6 === "restart"))){
+validate12.errors = [{instancePath:instancePath+"/docker",schemaPath:"#/properties/docker/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs53 === errors){
+if(data23.baseImage !== undefined){
+let data24 = data23.baseImage;
+const _errs54 = errors;
+if(errors === _errs54){
+if(typeof data24 === "string"){
+if(func2(data24) < 1){
 validate12.errors = [{instancePath:instancePath+"/docker/baseImage",schemaPath:"#/properties/docker/properties/baseImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1408,36 +1546,36 @@ validate12.errors = [{instancePath:instancePath+"/docker/baseImage",schemaPath:"
 return false;
 }
 }
-var valid4 = _errs41 === errors;
+var valid6 = _errs54 === errors;
 }
 else {
-var valid4 = true;
+var valid6 = true;
 }
-if(valid4){
-if(data17.network !== undefined){
-let data19 = data17.network;
-const _errs43 = errors;
-if(!((data19 === "host") || (data19 === "bridge"))){
+if(valid6){
+if(data23.network !== undefined){
+let data25 = data23.network;
+const _errs56 = errors;
+if(!((data25 === "host") || (data25 === "bridge"))){
 validate12.errors = [{instancePath:instancePath+"/docker/network",schemaPath:"#/properties/docker/properties/network/enum",keyword:"enum",params:{allowedValues: schema13.properties.docker.properties.network.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
-var valid4 = _errs43 === errors;
+var valid6 = _errs56 === errors;
 }
 else {
-var valid4 = true;
+var valid6 = true;
 }
-if(valid4){
-if(data17.cpus !== undefined){
-let data20 = data17.cpus;
-const _errs44 = errors;
-if(errors === _errs44){
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 1024 || isNaN(data20)){
+if(valid6){
+if(data23.cpus !== undefined){
+let data26 = data23.cpus;
+const _errs57 = errors;
+if(errors === _errs57){
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 1024 || isNaN(data26)){
 validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/properties/docker/properties/cpus/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"}];
 return false;
 }
 else {
-if(data20 <= 0 || isNaN(data20)){
+if(data26 <= 0 || isNaN(data26)){
 validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/properties/docker/properties/cpus/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1448,50 +1586,50 @@ validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/pro
 return false;
 }
 }
-var valid4 = _errs44 === errors;
+var valid6 = _errs57 === errors;
 }
 else {
-var valid4 = true;
+var valid6 = true;
 }
-if(valid4){
-if(data17.memoryMb !== undefined){
-let data21 = data17.memoryMb;
-const _errs46 = errors;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+if(valid6){
+if(data23.memoryMb !== undefined){
+let data27 = data23.memoryMb;
+const _errs59 = errors;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
-if(errors === _errs46){
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 1048576 || isNaN(data21)){
+if(errors === _errs59){
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 1048576 || isNaN(data27)){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"}];
 return false;
 }
 else {
-if(data21 < 16 || isNaN(data21)){
+if(data27 < 16 || isNaN(data27)){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 16},message:"must be >= 16"}];
 return false;
 }
 }
 }
 }
-var valid4 = _errs46 === errors;
+var valid6 = _errs59 === errors;
 }
 else {
-var valid4 = true;
+var valid6 = true;
 }
-if(valid4){
-if(data17.restart !== undefined){
-let data22 = data17.restart;
-const _errs48 = errors;
-if(!((data22 === "on-failure") || (data22 === "unless-stopped"))){
+if(valid6){
+if(data23.restart !== undefined){
+let data28 = data23.restart;
+const _errs61 = errors;
+if(!((data28 === "on-failure") || (data28 === "unless-stopped"))){
 validate12.errors = [{instancePath:instancePath+"/docker/restart",schemaPath:"#/properties/docker/properties/restart/enum",keyword:"enum",params:{allowedValues: schema13.properties.docker.properties.restart.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
-var valid4 = _errs48 === errors;
+var valid6 = _errs61 === errors;
 }
 else {
-var valid4 = true;
+var valid6 = true;
 }
 }
 }
@@ -1504,55 +1642,55 @@ validate12.errors = [{instancePath:instancePath+"/docker",schemaPath:"#/properti
 return false;
 }
 }
-var valid0 = _errs38 === errors;
+var valid0 = _errs51 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.nodes !== undefined){
-let data23 = data.nodes;
-const _errs49 = errors;
-if(errors === _errs49){
-if(Array.isArray(data23)){
-if(data23.length < 1){
+let data29 = data.nodes;
+const _errs62 = errors;
+if(errors === _errs62){
+if(Array.isArray(data29)){
+if(data29.length < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes",schemaPath:"#/properties/nodes/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
-var valid5 = true;
-const len0 = data23.length;
+var valid7 = true;
+const len0 = data29.length;
 for(let i0=0; i0<len0; i0++){
-let data24 = data23[i0];
-const _errs51 = errors;
-if(errors === _errs51){
-if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+let data30 = data29[i0];
+const _errs64 = errors;
+if(errors === _errs64){
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
 let missing0;
-if((data24.name === undefined) && (missing0 = "name")){
+if((data30.name === undefined) && (missing0 = "name")){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0,schemaPath:"#/properties/nodes/items/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
-const _errs53 = errors;
-for(const key5 in data24){
-if(!(((((key5 === "name") || (key5 === "host")) || (key5 === "docker")) || (key5 === "tls")) || (key5 === "agent"))){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0,schemaPath:"#/properties/nodes/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"}];
+const _errs66 = errors;
+for(const key7 in data30){
+if(!(((((key7 === "name") || (key7 === "host")) || (key7 === "docker")) || (key7 === "tls")) || (key7 === "agent"))){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i0,schemaPath:"#/properties/nodes/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs53 === errors){
-if(data24.name !== undefined){
-let data25 = data24.name;
-const _errs54 = errors;
-if(errors === _errs54){
-if(typeof data25 === "string"){
-if(func2(data25) > 64){
+if(_errs66 === errors){
+if(data30.name !== undefined){
+let data31 = data30.name;
+const _errs67 = errors;
+if(errors === _errs67){
+if(typeof data31 === "string"){
+if(func2(data31) > 64){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/name",schemaPath:"#/properties/nodes/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
 return false;
 }
 else {
-if(!pattern0.test(data25)){
+if(!pattern0.test(data31)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/name",schemaPath:"#/properties/nodes/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9_.-]*$"+"\""}];
 return false;
 }
@@ -1563,28 +1701,28 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/name",schemaPat
 return false;
 }
 }
-var valid6 = _errs54 === errors;
+var valid8 = _errs67 === errors;
 }
 else {
-var valid6 = true;
+var valid8 = true;
 }
-if(valid6){
-if(data24.host !== undefined){
-let data26 = data24.host;
-const _errs56 = errors;
-if(errors === _errs56){
-if(typeof data26 === "string"){
-if(func2(data26) > 253){
+if(valid8){
+if(data30.host !== undefined){
+let data32 = data30.host;
+const _errs69 = errors;
+if(errors === _errs69){
+if(typeof data32 === "string"){
+if(func2(data32) > 253){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPath:"#/properties/nodes/items/properties/host/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters"}];
 return false;
 }
 else {
-if(func2(data26) < 1){
+if(func2(data32) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPath:"#/properties/nodes/items/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
-if(!pattern13.test(data26)){
+if(!pattern13.test(data32)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPath:"#/properties/nodes/items/properties/host/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:\\[\\]-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:\\[\\]-]+$"+"\""}];
 return false;
 }
@@ -1596,18 +1734,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/host",schemaPat
 return false;
 }
 }
-var valid6 = _errs56 === errors;
+var valid8 = _errs69 === errors;
 }
 else {
-var valid6 = true;
+var valid8 = true;
 }
-if(valid6){
-if(data24.docker !== undefined){
-let data27 = data24.docker;
-const _errs58 = errors;
-if(errors === _errs58){
-if(typeof data27 === "string"){
-if(!pattern14.test(data27)){
+if(valid8){
+if(data30.docker !== undefined){
+let data33 = data30.docker;
+const _errs71 = errors;
+if(errors === _errs71){
+if(typeof data33 === "string"){
+if(!pattern14.test(data33)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/docker",schemaPath:"#/properties/nodes/items/properties/docker/pattern",keyword:"pattern",params:{pattern: "^(unix|tcp|ssh)://"},message:"must match pattern \""+"^(unix|tcp|ssh)://"+"\""}];
 return false;
 }
@@ -1617,32 +1755,32 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/docker",schemaP
 return false;
 }
 }
-var valid6 = _errs58 === errors;
+var valid8 = _errs71 === errors;
 }
 else {
-var valid6 = true;
+var valid8 = true;
 }
-if(valid6){
-if(data24.tls !== undefined){
-let data28 = data24.tls;
-const _errs60 = errors;
-if(errors === _errs60){
-if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
-const _errs62 = errors;
-for(const key6 in data28){
-if(!(((key6 === "ca") || (key6 === "cert")) || (key6 === "key"))){
-validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls",schemaPath:"#/properties/nodes/items/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"}];
+if(valid8){
+if(data30.tls !== undefined){
+let data34 = data30.tls;
+const _errs73 = errors;
+if(errors === _errs73){
+if(data34 && typeof data34 == "object" && !Array.isArray(data34)){
+const _errs75 = errors;
+for(const key8 in data34){
+if(!(((key8 === "ca") || (key8 === "cert")) || (key8 === "key"))){
+validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls",schemaPath:"#/properties/nodes/items/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs62 === errors){
-if(data28.ca !== undefined){
-let data29 = data28.ca;
-const _errs63 = errors;
-if(errors === _errs63){
-if(typeof data29 === "string"){
-if(func2(data29) < 1){
+if(_errs75 === errors){
+if(data34.ca !== undefined){
+let data35 = data34.ca;
+const _errs76 = errors;
+if(errors === _errs76){
+if(typeof data35 === "string"){
+if(func2(data35) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/ca",schemaPath:"#/properties/nodes/items/properties/tls/properties/ca/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1652,18 +1790,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/ca",schemaP
 return false;
 }
 }
-var valid7 = _errs63 === errors;
+var valid9 = _errs76 === errors;
 }
 else {
-var valid7 = true;
+var valid9 = true;
 }
-if(valid7){
-if(data28.cert !== undefined){
-let data30 = data28.cert;
-const _errs65 = errors;
-if(errors === _errs65){
-if(typeof data30 === "string"){
-if(func2(data30) < 1){
+if(valid9){
+if(data34.cert !== undefined){
+let data36 = data34.cert;
+const _errs78 = errors;
+if(errors === _errs78){
+if(typeof data36 === "string"){
+if(func2(data36) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/cert",schemaPath:"#/properties/nodes/items/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1673,18 +1811,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/cert",schem
 return false;
 }
 }
-var valid7 = _errs65 === errors;
+var valid9 = _errs78 === errors;
 }
 else {
-var valid7 = true;
+var valid9 = true;
 }
-if(valid7){
-if(data28.key !== undefined){
-let data31 = data28.key;
-const _errs67 = errors;
-if(errors === _errs67){
-if(typeof data31 === "string"){
-if(func2(data31) < 1){
+if(valid9){
+if(data34.key !== undefined){
+let data37 = data34.key;
+const _errs80 = errors;
+if(errors === _errs80){
+if(typeof data37 === "string"){
+if(func2(data37) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/key",schemaPath:"#/properties/nodes/items/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1694,10 +1832,10 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls/key",schema
 return false;
 }
 }
-var valid7 = _errs67 === errors;
+var valid9 = _errs80 === errors;
 }
 else {
-var valid7 = true;
+var valid9 = true;
 }
 }
 }
@@ -1708,18 +1846,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/tls",schemaPath
 return false;
 }
 }
-var valid6 = _errs60 === errors;
+var valid8 = _errs73 === errors;
 }
 else {
-var valid6 = true;
+var valid8 = true;
 }
-if(valid6){
-if(data24.agent !== undefined){
-let data32 = data24.agent;
-const _errs69 = errors;
-if(errors === _errs69){
-if(typeof data32 === "string"){
-if(!pattern15.test(data32)){
+if(valid8){
+if(data30.agent !== undefined){
+let data38 = data30.agent;
+const _errs82 = errors;
+if(errors === _errs82){
+if(typeof data38 === "string"){
+if(!pattern15.test(data38)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/agent",schemaPath:"#/properties/nodes/items/properties/agent/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+:\\d{1,5}$"},message:"must match pattern \""+"^[^\\s]+:\\d{1,5}$"+"\""}];
 return false;
 }
@@ -1729,10 +1867,10 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0+"/agent",schemaPa
 return false;
 }
 }
-var valid6 = _errs69 === errors;
+var valid8 = _errs82 === errors;
 }
 else {
-var valid6 = true;
+var valid8 = true;
 }
 }
 }
@@ -1746,8 +1884,8 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i0,schemaPath:"#/pro
 return false;
 }
 }
-var valid5 = _errs51 === errors;
-if(!valid5){
+var valid7 = _errs64 === errors;
+if(!valid7){
 break;
 }
 }
@@ -1758,10 +1896,12 @@ validate12.errors = [{instancePath:instancePath+"/nodes",schemaPath:"#/propertie
 return false;
 }
 }
-var valid0 = _errs49 === errors;
+var valid0 = _errs62 === errors;
 }
 else {
 var valid0 = true;
+}
+}
 }
 }
 }
@@ -1783,7 +1923,7 @@ return errors === 0;
 
 /** Schema $id -> the JSON text of the schema it was compiled from, and its validator. */
 export const precompiled = {
-  "https://jupiter.dev/schemas/app-spec.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/app-spec.json\",\"title\":\"Normalised Jupiter app (AppSpec without graph)\",\"type\":\"object\",\"required\":[\"name\",\"dir\",\"tasks\",\"dagTasks\",\"entryTasks\",\"sinkTasks\",\"staticPlacement\",\"ports\",\"nameConvert\",\"inputNode\",\"sampleInputs\",\"extra\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"dir\":{\"type\":\"string\",\"minLength\":1},\"tasks\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"object\",\"required\":[\"name\",\"numInputs\",\"broadcast\",\"children\",\"isDag\",\"script\",\"scriptFile\",\"language\",\"args\",\"execProfiler\",\"line\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"numInputs\":{\"type\":\"integer\",\"minimum\":1},\"broadcast\":{\"type\":\"boolean\"},\"children\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"isDag\":{\"type\":\"boolean\"},\"script\":{\"type\":\"string\",\"minLength\":1},\"scriptFile\":{\"type\":\"string\",\"minLength\":1},\"language\":{\"enum\":[\"python\",\"javascript\",\"typescript\",\"shell\"]},\"args\":{\"type\":\"array\",\"items\":{\"type\":[\"string\",\"number\",\"boolean\"]}},\"execProfiler\":{\"type\":\"boolean\"},\"line\":{\"type\":\"integer\",\"minimum\":1}},\"additionalProperties\":false}},\"dagTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"entryTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"sinkTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"staticPlacement\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"ports\":{\"type\":\"object\",\"required\":[\"docker\",\"service\"],\"properties\":{\"docker\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}},\"service\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}}},\"additionalProperties\":false},\"nameConvert\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\",\"required\":[\"output\",\"input\"],\"properties\":{\"output\":{\"type\":\"string\"},\"input\":{\"type\":\"string\"}},\"additionalProperties\":false}},\"inputNode\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"sampleInputs\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"}},\"extra\":{\"type\":\"object\"}},\"additionalProperties\":true}", validate: validate0 },
+  "https://jupiter.dev/schemas/app-spec.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/app-spec.json\",\"title\":\"Normalised Jupiter app (AppSpec without graph)\",\"type\":\"object\",\"required\":[\"name\",\"dir\",\"tasks\",\"dagTasks\",\"entryTasks\",\"sinkTasks\",\"staticPlacement\",\"ports\",\"nameConvert\",\"inputNode\",\"sampleInputs\",\"extra\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"dir\":{\"type\":\"string\",\"minLength\":1},\"tasks\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"object\",\"required\":[\"name\",\"numInputs\",\"broadcast\",\"children\",\"isDag\",\"script\",\"scriptFile\",\"language\",\"args\",\"execProfiler\",\"line\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"numInputs\":{\"type\":\"integer\",\"minimum\":1},\"broadcast\":{\"type\":\"boolean\"},\"children\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"isDag\":{\"type\":\"boolean\"},\"script\":{\"type\":\"string\",\"minLength\":1},\"scriptFile\":{\"type\":\"string\",\"minLength\":1},\"language\":{\"enum\":[\"python\",\"javascript\",\"typescript\",\"shell\"]},\"args\":{\"type\":\"array\",\"items\":{\"type\":[\"string\",\"number\",\"boolean\"]}},\"execProfiler\":{\"type\":\"boolean\"},\"line\":{\"type\":\"integer\",\"minimum\":1}},\"additionalProperties\":false}},\"dagTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"entryTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"sinkTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"staticPlacement\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"ports\":{\"type\":\"object\",\"required\":[\"docker\",\"service\"],\"properties\":{\"docker\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}},\"service\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}}},\"additionalProperties\":false},\"nameConvert\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\",\"required\":[\"output\",\"input\"],\"properties\":{\"output\":{\"type\":\"string\"},\"input\":{\"type\":\"string\"}},\"additionalProperties\":false}},\"inputNode\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"sampleInputs\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"extra\":{\"type\":\"object\"}},\"additionalProperties\":true}", validate: validate0 },
   "https://jupiter.dev/schemas/app-config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/app-config.json\",\"title\":\"scripts/config.json of a Jupiter app\",\"type\":\"object\",\"required\":[\"taskname_map\"],\"properties\":{\"taskname_map\":{\"description\":\"task -> [script basename (no extension), is_dag_task, ...arguments of a non-DAG helper]\",\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":2,\"items\":[{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},{\"type\":\"boolean\"}],\"additionalItems\":{\"type\":[\"string\",\"number\",\"boolean\"]}}},\"exec_profiler\":{\"description\":\"task -> whether the execution profiler runs it (default true)\",\"type\":\"object\",\"additionalProperties\":{\"type\":\"boolean\"}}},\"additionalProperties\":true}", validate: validate1 },
-  "https://jupiter.dev/schemas/jupiter.config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/jupiter.config.json\",\"title\":\"jupiter.config.json: where Jupiter runs\",\"type\":\"object\",\"properties\":{\"$schema\":{\"type\":\"string\"},\"redis\":{\"type\":\"object\",\"description\":\"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^rediss?://\",\"description\":\"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)\"},\"prefix\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.:-]{1,64}$\",\"description\":\"prefix of every key Jupiter writes (default \\\"jupiter:\\\")\"}},\"additionalProperties\":false},\"mqtt\":{\"type\":\"object\",\"description\":\"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^(mqtts?|wss?|tcp|tls)://\",\"description\":\"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)\"},\"username\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_USERNAME\"},\"password\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_PASSWORD; prefer the environment over this file\"},\"compat\":{\"type\":\"boolean\",\"description\":\"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1,\"description\":\"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs\"},\"cert\":{\"type\":\"string\",\"minLength\":1,\"description\":\"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)\"},\"key\":{\"type\":\"string\",\"minLength\":1,\"description\":\"private key of cert (env JUPITER_MQTT_KEY)\"},\"rejectUnauthorized\":{\"type\":\"boolean\",\"description\":\"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true\"}},\"additionalProperties\":false}},\"additionalProperties\":false},\"mapper\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]*$\",\"description\":\"default task mapper, e.g. \\\"heft\\\" (env JUPITER_MAPPER)\"},\"runtime\":{\"enum\":[\"process\",\"docker\"],\"description\":\"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)\"},\"stateDir\":{\"type\":\"string\",\"minLength\":1,\"description\":\"folder for the embedded stack and deployment state (default \\\".jupiter\\\")\"},\"docker\":{\"type\":\"object\",\"description\":\"container settings of the docker runtime\",\"properties\":{\"baseImage\":{\"type\":\"string\",\"minLength\":1,\"description\":\"image with node (and python3 for Python tasks); default \\\"jupiter/base:local\\\"\"},\"network\":{\"enum\":[\"host\",\"bridge\"],\"description\":\"container network (default \\\"host\\\")\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit per container (default 1)\"},\"memoryMb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"memory limit per container in MiB (default 512)\"},\"restart\":{\"enum\":[\"on-failure\",\"unless-stopped\"],\"description\":\"restart policy of task containers (default \\\"on-failure\\\": a crashed runner comes back, a clean exit stays down)\"}},\"additionalProperties\":false},\"nodes\":{\"type\":\"array\",\"minItems\":1,\"description\":\"the machines: \\\"home\\\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.\",\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"host\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":253,\"pattern\":\"^[A-Za-z0-9._:\\\\[\\\\]-]+$\",\"description\":\"host name or IP address of the machine\"},\"docker\":{\"type\":\"string\",\"pattern\":\"^(unix|tcp|ssh)://\",\"description\":\"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS files for a tcp:// Docker endpoint (paths relative to this file)\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1},\"cert\":{\"type\":\"string\",\"minLength\":1},\"key\":{\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":false},\"agent\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s]+:\\\\d{1,5}$\",\"description\":\"host:port where the node agent listens for probes\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate2 },
+  "https://jupiter.dev/schemas/jupiter.config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/jupiter.config.json\",\"title\":\"jupiter.config.json: where Jupiter runs\",\"type\":\"object\",\"properties\":{\"$schema\":{\"type\":\"string\"},\"redis\":{\"type\":\"object\",\"description\":\"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^rediss?://\",\"description\":\"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)\"},\"prefix\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.:-]{1,64}$\",\"description\":\"prefix of every key Jupiter writes (default \\\"jupiter:\\\")\"}},\"additionalProperties\":false},\"mqtt\":{\"type\":\"object\",\"description\":\"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^(mqtts?|wss?|tcp|tls)://\",\"description\":\"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)\"},\"username\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_USERNAME\"},\"password\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_PASSWORD; prefer the environment over this file\"},\"compat\":{\"type\":\"boolean\",\"description\":\"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1,\"description\":\"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs\"},\"cert\":{\"type\":\"string\",\"minLength\":1,\"description\":\"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)\"},\"key\":{\"type\":\"string\",\"minLength\":1,\"description\":\"private key of cert (env JUPITER_MQTT_KEY)\"},\"rejectUnauthorized\":{\"type\":\"boolean\",\"description\":\"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true\"}},\"additionalProperties\":false}},\"additionalProperties\":false},\"mapper\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]*$\",\"description\":\"default task mapper, e.g. \\\"heft\\\" (env JUPITER_MAPPER)\"},\"runtime\":{\"enum\":[\"process\",\"docker\"],\"description\":\"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)\"},\"stateDir\":{\"type\":\"string\",\"minLength\":1,\"description\":\"folder for the embedded stack and deployment state (default \\\".jupiter\\\")\"},\"adapt\":{\"type\":\"object\",\"description\":\"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)\",\"properties\":{\"mode\":{\"enum\":[\"off\",\"suggest\",\"auto\"],\"description\":\"\\\"off\\\"; \\\"suggest\\\" (default): publish the better mapping and its predicted gain; \\\"auto\\\": also move the tasks\"},\"threshold\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)\"},\"holdSec\":{\"type\":\"number\",\"minimum\":0,\"maximum\":86400,\"description\":\"how long the gain must last before acting, seconds (default 30)\"}},\"additionalProperties\":false},\"profiling\":{\"type\":\"object\",\"description\":\"node agents' profiling\",\"properties\":{\"probeBudget\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)\"}},\"additionalProperties\":false},\"docker\":{\"type\":\"object\",\"description\":\"container settings of the docker runtime\",\"properties\":{\"baseImage\":{\"type\":\"string\",\"minLength\":1,\"description\":\"image with node (and python3 for Python tasks); default \\\"jupiter/base:local\\\"\"},\"network\":{\"enum\":[\"host\",\"bridge\"],\"description\":\"container network (default \\\"host\\\")\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit per container (default 1)\"},\"memoryMb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"memory limit per container in MiB (default 512)\"},\"restart\":{\"enum\":[\"on-failure\",\"unless-stopped\"],\"description\":\"restart policy of task containers (default \\\"on-failure\\\": a crashed runner comes back, a clean exit stays down)\"}},\"additionalProperties\":false},\"nodes\":{\"type\":\"array\",\"minItems\":1,\"description\":\"the machines: \\\"home\\\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.\",\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"host\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":253,\"pattern\":\"^[A-Za-z0-9._:\\\\[\\\\]-]+$\",\"description\":\"host name or IP address of the machine\"},\"docker\":{\"type\":\"string\",\"pattern\":\"^(unix|tcp|ssh)://\",\"description\":\"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS files for a tcp:// Docker endpoint (paths relative to this file)\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1},\"cert\":{\"type\":\"string\",\"minLength\":1},\"key\":{\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":false},\"agent\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s]+:\\\\d{1,5}$\",\"description\":\"host:port where the node agent listens for probes\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate2 },
 };

@@ -26,16 +26,18 @@ export interface FeedEntry {
 
 export type FeedListener = (e: { entry?: FeedEntry; status?: boolean }) => void;
 
-// What the page shows: every app's mapping, every node, and the tasks and stats of one app.
-const FILTERS = [`${TOPIC_ROOT}/+/mapping`, `${TOPIC_ROOT}/nodes/+`, `${TOPIC_ROOT}/+/tasks/+`, `${TOPIC_ROOT}/+/stats`];
+// What the page shows: every app's mapping, every node, the network faults, and the tasks,
+// stats and newest re-map event of one app.
+const FILTERS = [`${TOPIC_ROOT}/+/mapping`, `${TOPIC_ROOT}/nodes/+`, `${TOPIC_ROOT}/network/faults`, `${TOPIC_ROOT}/+/tasks/+`, `${TOPIC_ROOT}/+/stats`, `${TOPIC_ROOT}/+/remap`];
 
 /** Which view a topic belongs to; undefined = not a topic the page shows. */
 function scopeOf(topic: string): string | null | undefined {
   const p = topic.split('/');
   if (p[0] !== TOPIC_ROOT) return undefined;
   if (p.length === 3 && p[1] === 'nodes') return null;
+  if (p.length === 3 && p[1] === 'network' && p[2] === 'faults') return null;
   if (p.length === 3 && p[2] === 'mapping') return null;
-  if ((p.length === 4 && p[2] === 'tasks') || (p.length === 3 && p[2] === 'stats')) return p[1]!;
+  if ((p.length === 4 && p[2] === 'tasks') || (p.length === 3 && (p[2] === 'stats' || p[2] === 'remap'))) return p[1]!;
   return undefined;
 }
 

@@ -20,11 +20,12 @@ import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import { ensureStack } from '../stack/embedded.js';
 import { gatherProfiles, place } from './placement.js';
-import { readDeployment, writeDeployment, type DeploymentRecord, type RecordedEngine } from './record.js';
+import { readDeployment, readDeploymentFile, writeDeployment, type DeploymentRecord, type RecordedEngine } from './record.js';
 import { clusterEngines } from '../../circe/runtime/docker-engine.js';
 import { mappers } from '../../mappers/index.js';
 import { homeRuntime, runtimeFor } from './runtimes.js';
 import { teardownApp } from './teardown.js';
+import { waitStep } from './wait-step.js';
 
 export interface DeployOptions {
   /** App folder or name under apps/. */
@@ -118,7 +119,7 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       }
       cluster.runtime = opts.runtime as RuntimeName;
     }
-    validateAppAgainstCluster(app, cluster);
+    for (const w of validateAppAgainstCluster(app, cluster)) progress.info(w);
     // A mapper name typo is bad input: say so before any service starts.
     if (!mappers[cluster.mapper]) {
       throw inputError(`unknown mapper ${JSON.stringify(cluster.mapper)}`, { hint: `one of: ${Object.keys(mappers).join(', ')} (jupiter map --mapper list)` });
@@ -128,7 +129,11 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
     return { app, cluster, files };
   });
 
-  const stack = await ensureStack(cluster, progress);
+  // A stack that cannot come up (an engine of a node unreachable for its agent) fails the deploy
+  // before anything of the app is touched: say so, naming the deployment that still runs.
+  const stack = await ensureStack(cluster, progress).catch((e: unknown) => {
+    throw failedDeployError(e, app.name, { previous: readDeploymentFile(cluster.stateDir, app.name), replaced: false, created: false, left: [] });
+  });
   progress.info(`state folder: ${cluster.stateDir}${cluster.stateDirOrigin ? ` (${cluster.stateDirOrigin})` : ''}`);
   const redis = connectRedis(stack.redisUrl, { name: 'jupiter:deploy', failFast: true });
   const prefix = cluster.redisPrefix;
@@ -191,10 +196,13 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       step.update(`${handles.length} runners`);
       // Feed nothing before every runner consumes its queue: makespans then measure the DAG,
       // not the runners' start-up.
-      await waitReady(redis, appKeys(prefix, app.name).ready, [...app.dagTasks, HOME], 60_000, (n, total) => step.update(`${n}/${total} runners ready`));
+      // Runners start at once and share the cores: generated apps of the original have 50+ tasks.
+      const readyMs = Math.max(60_000, 2_000 * app.tasks.length);
+      await waitReady(redis, appKeys(prefix, app.name).ready, [...app.dagTasks, HOME], readyMs, (n, total) => step.update(`${n}/${total} runners ready`));
     });
 
-    const items = await withStep(progress, `Submitting ${files.length} input(s)`, async (step) =>
+    if (files.length === 0) progress.info(`no sample inputs: ${app.name} runs and waits for input (jupiter submit ${app.name} <files...>)`);
+    const items = files.length === 0 ? [] : await withStep(progress, `Submitting ${files.length} input(s)`, async (step) =>
       submitItems(redis, prefix, app, files, {
         runId,
         onProgress: (done, total) => step.update(`${done}/${total}`),
@@ -202,12 +210,9 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       }));
 
     let results: ItemResult[] | undefined;
-    if (opts.wait) {
-      results = await withStep(progress, `Waiting for the outputs of ${items.length} item(s)`, async (step) =>
-        waitForItems(redis, prefix, app.name, items.map((i) => i.item), {
-          timeoutMs: (opts.timeoutSec ?? 300) * 1000,
-          onProgress: (done, total) => step.update(`${done}/${total} done`),
-        }));
+    if (opts.wait && items.length > 0) {
+      results = await waitStep(progress, `Waiting for the outputs of ${items.length} item(s)`, items.length, (onProgress) =>
+        waitForItems(redis, prefix, app.name, items.map((i) => i.item), { timeoutMs: (opts.timeoutSec ?? 300) * 1000, onProgress }));
     }
     return { app, cluster, record, deployment, items, results, dashboardUrl: stack.dashboardUrl };
   } catch (e) {

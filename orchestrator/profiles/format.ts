@@ -25,6 +25,20 @@ export function fmtRate(bytesPerSec: number): string {
   return mbit >= 1e5 ? '> 100 Gbit/s' : mbit >= 1000 ? `${(mbit / 1000).toFixed(2)} Gbit/s` : `${mbit.toFixed(mbit < 10 ? 2 : 1)} Mbit/s`;
 }
 
+const fmtLoss = (r: number): string => `${(r * 100).toFixed(r > 0 && r < 0.1 ? 1 : 0)} %`;
+
+/** The faults localised from echo-probe loss: a lossy or dead link (or node), with its loss rate. */
+function formatFaults(view: ProfileView): string[] {
+  const { faults, paths } = view.health;
+  if (paths.length === 0) return [];
+  if (faults.length === 0) return [`Network faults: none (echo probes on ${paths.length} directed links)`, ''];
+  const t = newTable(['fault', 'where', 'loss', 'state', 'lossy paths', 'could also be']);
+  for (const f of faults) {
+    t.push([f.kind, f.kind === 'link' ? f.nodes.join(' <-> ') : f.nodes.join(', ') || f.element, fmtLoss(f.loss), f.dead ? 'DEAD' : 'lossy', f.paths, f.ambiguousWith.join(', ') || '-']);
+  }
+  return [`Network faults (${faults.length}), from echo-probe loss of the last minute`, t.toString(), ''];
+}
+
 const sci = (x: number) => (x === 0 ? '0' : x.toExponential(3));
 
 export function formatProfileView(view: ProfileView, now = Date.now()): string {
@@ -48,15 +62,18 @@ export function formatProfileView(view: ProfileView, now = Date.now()): string {
   }
   out.push(`Live nodes (${agents.length})`, nodes.toString(), '');
 
-  const links = newTable(['link', 'latency', 'bandwidth', 'a (s/B²)', 'b (s/B)', 'c (s)', 'model', 'samples', 'age']);
+  const links = newTable(['link', 'latency', 'bandwidth', 'a (s/B²)', 'b (s/B)', 'c (s)', 'model', 'samples', 'age', 'loss']);
+  const loss = new Map(view.health.paths.map((p) => [`${p.from} -> ${p.to}`, p]));
   for (const l of [...snapshot.links].sort((p, q) => p.from.localeCompare(q.from) || p.to.localeCompare(q.to))) {
-    links.push([`${l.from} -> ${l.to}`, `${(l.latencySec * 1000).toFixed(2)} ms`, fmtRate(l.bandwidthBytesPerSec), sci(l.a), sci(l.b), sci(l.c), l.model ?? '-', l.samples, fmtAge(now - l.updatedAt)]);
+    const pl = loss.get(`${l.from} -> ${l.to}`);
+    links.push([`${l.from} -> ${l.to}`, `${(l.latencySec * 1000).toFixed(2)} ms`, fmtRate(l.bandwidthBytesPerSec), sci(l.a), sci(l.b), sci(l.c), l.model ?? '-', l.samples, fmtAge(now - l.updatedAt), pl ? fmtLoss(pl.lost / pl.sent) : '-']);
   }
   const have = new Set(snapshot.links.map((l) => `${l.from} -> ${l.to}`));
   const missing = agents.flatMap((f) => agents.filter((t) => t !== f).map((t) => `${f.node} -> ${t.node}`)).filter((k) => !have.has(k));
   out.push(`Links (seconds = a·bytes² + b·bytes + c): ${snapshot.links.length} fitted${missing.length ? `, ${missing.length} not yet: ${missing.join(', ')}` : ''}`);
   if (snapshot.links.length > 0) out.push(links.toString());
   out.push('');
+  out.push(...formatFaults(view));
 
   const apps = [...new Set(snapshot.exec.map((e) => e.app))].sort();
   if (apps.length === 0) out.push('Execution profiles: none (run `jupiter profile exec <app>`)');

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import type { ExecProfile, LinkProfile, NodeResources, ProfileSnapshot } from '../../config/types.js';
 import { liveAgents, type AgentRegistration } from '../../profilers/agent/registry.js';
+import { readNetworkHealth, type NetworkHealth } from './faults.js';
 
 export interface ReadProfilesOptions {
   prefix?: string;
@@ -14,6 +15,8 @@ export interface ReadProfilesOptions {
 export interface ProfileView {
   agents: AgentRegistration[];
   snapshot: ProfileSnapshot;
+  /** Recent packet loss per link and the faults localised from it. */
+  health: NetworkHealth;
 }
 
 function parseJson<T>(raw: string | null | undefined): T | undefined {
@@ -60,7 +63,8 @@ export async function readProfileView(redis: Redis, opts: ReadProfilesOptions = 
       if (e && live.has(e.node)) exec.push(e);
     }
   }
-  return { agents, snapshot: { nodes, links, exec, takenAt: Date.now() } };
+  const health = await readNetworkHealth(redis, keys, names);
+  return { agents, snapshot: { nodes, links, exec, takenAt: Date.now() }, health };
 }
 
 /** The ProfileSnapshot of live nodes only. */

@@ -1,10 +1,11 @@
 // The hub: the embedded stack's long-lived process. It is the dashboard server (static page,
 // /live telemetry relay, /metrics, /healthz) hosting the telemetry bridge, plus the embedded aedes broker unless an
-// external MQTT broker is configured, and the reconciler that heals deployments when a node is
-// lost. Runs until SIGTERM/SIGINT.
+// external MQTT broker is configured, the reconciler that heals deployments when a node is
+// lost, and the adapt loop that suggests better mappings. Runs until SIGTERM/SIGINT.
 import type { ClusterConfig } from '../../config/types.js';
 import { DashboardServer } from '../dashboard/server.js';
 import { Reconciler } from '../heal/reconciler.js';
+import { AdaptLoop } from '../adapt/loop.js';
 import { publisherOptionsFromCluster } from '../telemetry/mqtt-config.js';
 
 export interface HubOptions {
@@ -35,11 +36,14 @@ export async function runHub(opts: HubOptions): Promise<void> {
   log(`dashboard ${server.url}`);
   // Moves the tasks of lost nodes to surviving ones (see heal/reconciler.ts).
   const reconciler = new Reconciler({ redisUrl: opts.redisUrl, cluster, log }).start();
+  // Suggests better mappings as the models change (adapt/loop.ts; `adapt` in the configuration).
+  const adapt = new AdaptLoop({ redisUrl: opts.redisUrl, cluster, log }).start();
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
+  await adapt.stop();
   await reconciler.stop();
   await server.stop();
 }

@@ -14,7 +14,8 @@ import type { LinkProfile, NodeResources } from '../../config/types.js';
 import { MqttPublisher, type PublisherOptions } from './publisher.js';
 import { maskUrl } from '../../config/cluster/mask.js';
 import { AppStats } from './stats.js';
-import { COMPAT_TOPIC, mappingMessage, topics, type NodeMessage, type TaskMessage } from './topics.js';
+import { COMPAT_TOPIC, mappingMessage, topics, type FaultsMessage, type NodeMessage, type RemapMessage, type TaskMessage } from './topics.js';
+import { readNetworkHealth } from '../profiles/faults.js';
 import { compatMappingLine, compatTaskLine } from './compat.js';
 
 export interface BridgeOptions {
@@ -48,6 +49,8 @@ interface AppState {
   stats: AppStats;
   mappingJson?: string;
   mapping?: MappingRecord;
+  /** The newest re-map event published (its JSON). */
+  remapJson?: string;
 }
 
 const READ_COUNT = 1000;
@@ -247,6 +250,7 @@ export class TelemetryBridge {
     }
     await this.dropTornDown(new Set(names));
     await this.pollMappings();
+    await this.pollRemaps();
     await this.pollNodes();
     this.polls += 1;
   }
@@ -261,7 +265,7 @@ export class TelemetryBridge {
       if (names.has(s.name) || (await this.redis!.exists(this.keys.mapping(s.name), s.stream)) > 0) continue;
       this.appStates.delete(s.name);
       const tasks = s.mapping ? (s.mapping.dag ? s.mapping.dag.tasks.map((t) => t.name) : Object.keys(s.mapping.mapping)) : [];
-      const known = [topics.mapping(s.name), topics.stats(s.name), ...tasks.map((t) => topics.task(s.name, t))];
+      const known = [topics.mapping(s.name), topics.stats(s.name), topics.remap(s.name), ...tasks.map((t) => topics.task(s.name, t))];
       const n = this.publisher?.clearRetained(topics.appAll(s.name).slice(0, -1), known) ?? 0;
       this.log(`telemetry: ${s.name} was torn down; cleared ${n} retained topic(s)`);
     }
@@ -287,6 +291,26 @@ export class TelemetryBridge {
       s.stats.declareTasks(rec.dag ? rec.dag.tasks.map((t) => t.name) : Object.keys(rec.mapping));
       this.publisher?.publish(topics.mapping(s.name), mappingMessage(rec), { retain: true });
       if (this.opts.mqtt?.compat) this.publisher?.publish(COMPAT_TOPIC, compatMappingLine(rec));
+    });
+  }
+
+  /** The newest re-map event of each app (orchestrator/adapt/events.ts), retained. */
+  private async pollRemaps(): Promise<void> {
+    const states = [...this.appStates.values()];
+    if (states.length === 0 || !this.publisher) return;
+    const pipe = this.redis!.pipeline();
+    for (const s of states) pipe.lindex(this.keys.remaps(s.name), 0);
+    const out = (await pipe.exec()) ?? [];
+    states.forEach((s, i) => {
+      const json = out[i]?.[1] as string | null;
+      if (!json || json === s.remapJson) return;
+      s.remapJson = json;
+      try {
+        this.publisher?.publish(topics.remap(s.name), JSON.parse(json) as RemapMessage, { retain: true });
+      } catch {
+        // a half-written entry: the next poll sees the whole one
+        s.remapJson = undefined;
+      }
     });
   }
 
@@ -329,6 +353,12 @@ export class TelemetryBridge {
       this.nodeCache.set(node, msg);
       this.publisher?.publish(topics.node(node), msg, { retain: true });
     });
+    const live = list.filter((_, i) => (out[2 * i + 1]?.[1] as number) === 1);
+    const health = await readNetworkHealth(redis, this.keys, live, now);
+    if (health.paths.length > 0 && this.publisher) {
+      const msg: FaultsMessage = { faults: health.faults.map(({ hitRatio: _h, ...f }) => f), links: health.paths.map(({ from, to, sent, lost }) => ({ from, to, sent, lost })), ts: now };
+      this.publisher.publish(topics.faults(), msg, { retain: true });
+    }
   }
 
   private publishStats(): void {

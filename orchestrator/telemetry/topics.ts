@@ -12,6 +12,10 @@ export const topics = {
   task: (app: string, task: string): string => `${TOPIC_ROOT}/${app}/tasks/${task}`,
   stats: (app: string): string => `${TOPIC_ROOT}/${app}/stats`,
   node: (node: string): string => `${TOPIC_ROOT}/nodes/${node}`,
+  /** Lossy or dead links/nodes localised from echo-probe loss (retained). */
+  faults: (): string => `${TOPIC_ROOT}/network/faults`,
+  /** A re-mapping suggested or carried out (orchestrator/adapt). */
+  remap: (app: string): string => `${TOPIC_ROOT}/${app}/remap`,
   /** Subscription filter for everything of one app. */
   appAll: (app: string): string => `${TOPIC_ROOT}/${app}/#`,
 };
@@ -40,6 +44,17 @@ export interface TaskMessage {
   attempt?: number;
   final?: boolean;
 }
+
+/** jupiter/network/faults (retained, every poll interval while echo probes report). */
+export interface FaultsMessage {
+  faults: Array<{ kind: 'link' | 'node' | 'other'; element: string; nodes: string[]; loss: number; dead: boolean; paths: number; ambiguousWith: string[] }>;
+  /** Recent echo-probe loss per directed link. */
+  links: Array<{ from: string; to: string; sent: number; lost: number }>;
+  ts: number;
+}
+
+/** jupiter/<app>/remap (retained: the newest re-map event; orchestrator/adapt/events.ts). */
+export type { RemapEvent as RemapMessage } from '../adapt/events.js';
 
 /** jupiter/nodes/<node> (retained). */
 export interface NodeMessage {

@@ -7,6 +7,7 @@ import { hostname } from 'node:os';
 import { Redis } from '../../circe/queue/libs.js';
 import { redisKeys, type Keys } from '../../config/redis-keys.js';
 import { runtimeError } from '../../config/errors.js';
+import { LossProber, defaultLossOptions, type LossOptions } from '../faults/loss-prober.js';
 import { ProbeServer } from '../network/probe-server.js';
 import { NetworkProfiler, defaultNetworkOptions, type NetworkOptions } from '../network/profiler.js';
 import { ResourceProfiler, defaultResourceOptions, type ResourceOptions } from '../resource/profiler.js';
@@ -36,6 +37,8 @@ export interface AgentOptions {
   advertiseHost?: string;
   heartbeatMs?: number;
   network?: Partial<NetworkOptions>;
+  /** Echo-probe loss measurement for failure localisation (false: off). */
+  loss?: Partial<LossOptions> | false;
   resource?: Partial<ResourceOptions>;
   handlers?: Record<string, MessageHandler>;
   log?: (line: string) => void;
@@ -48,6 +51,7 @@ export class Agent {
   private inboxConn?: Redis;
   private readonly server: ProbeServer;
   private network?: NetworkProfiler;
+  private loss?: LossProber;
   private resources?: ResourceProfiler;
   private reg?: AgentRegistration;
   private beatTimer?: NodeJS.Timeout;
@@ -72,6 +76,10 @@ export class Agent {
     return this.network?.stats;
   }
 
+  get lossStats(): LossProber['stats'] | undefined {
+    return this.loss?.stats;
+  }
+
   async start(): Promise<void> {
     const o = this.opts;
     const redis = new Redis(o.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
@@ -93,6 +101,10 @@ export class Agent {
       redis.disconnect();
       throw runtimeError(`cannot listen on ${host}:${o.listenPort ?? 0}: ${(e as Error).message}`, { hint: 'choose another --listen host:port' }, e);
     }
+    if (o.loss !== false) {
+      const loss = new LossProber(redis, this.keys, this.node, { ...defaultLossOptions(), ...o.loss }, this.log);
+      if (await loss.listen(host, addr.port)) this.loss = loss;
+    }
     const wildcard = host === '0.0.0.0' || host === '::';
     this.reg = {
       node: this.node,
@@ -113,6 +125,8 @@ export class Agent {
     this.network = new NetworkProfiler(redis, this.keys, this.node, { ...defaultNetworkOptions(), ...o.network }, this.log);
     this.network.start();
     this.network.setPeers(this.live);
+    this.loss?.setPeers(this.live);
+    this.loss?.start();
 
     this.inboxConn = redis.duplicate();
     this.inboxConn.on('error', () => undefined);
@@ -126,6 +140,7 @@ export class Agent {
       await heartbeat(this.redis, this.keys, this.reg);
       this.live = await liveAgents(this.redis, this.keys);
       this.network?.setPeers(this.live);
+      this.loss?.setPeers(this.live);
     } catch (e) {
       this.log(`heartbeat failed: ${(e as Error).message}`);
     }
@@ -183,7 +198,7 @@ export class Agent {
     clearInterval(this.beatTimer);
     this.resources?.stop();
     this.inboxConn?.disconnect();
-    await Promise.allSettled([this.network?.stop(), this.inboxLoop, this.server.close()]);
+    await Promise.allSettled([this.network?.stop(), this.loss?.stop(), this.inboxLoop, this.server.close()]);
     await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 2000))]);
     try {
       await deregister(this.redis!, this.keys, this.node);

@@ -17,6 +17,8 @@ import { basename, dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../config/types.js';
 import { createInvoker, sharedPythonInvoker, type SharedPythonInvoker } from '../../circe/invoke/invoker.js';
+import { jobPrefix } from '../../config/app/job.js';
+import { usesCentralized } from '../../circe/compat/centralized.js';
 
 export interface SkippedTask {
   task: string;
@@ -86,7 +88,11 @@ function outputsFor(task: TaskSpec, outputs: string[], child: string): string[] 
 
 export async function profileApp(app: AppSpec, node: string, opts: { log?: (line: string) => void; workDir?: string } = {}): Promise<AppProfileResult> {
   const result: AppProfileResult = { node, app: app.name, profiles: [], skipped: [], failed: [] };
-  if (app.sampleInputs.length === 0) throw new Error(`app ${app.name} has no files in sample_input/ to profile with`);
+  if (app.sampleInputs.length === 0) {
+    // An empty sample_input/ is allowed (the app waits for `submit`): nothing to measure with.
+    for (const t of topoOrder(app)) result.skipped.push({ task: t.name, reason: 'sample_input/ is empty' });
+    return result;
+  }
   const root = await mkdtemp(join(opts.workDir ?? tmpdir(), `jupiter-exec-${app.name}-${node}-`));
   const order = topoOrder(app);
   const parents = new Map<string, TaskSpec[]>();
@@ -94,7 +100,8 @@ export async function profileApp(app: AppSpec, node: string, opts: { log?: (line
   const outputs = new Map<string, string[]>();
   const blocked = new Map<string, string>();
   const firstPython = order.find((t) => t.language === 'python' && t.execProfiler);
-  const shared = firstPython ? sharedPythonInvoker(dirname(firstPython.scriptFile)) : undefined;
+  // Not for original apps that import from /centralized_scheduler: their workers need a launch of their own.
+  const shared = firstPython && !usesCentralized(app) ? sharedPythonInvoker(dirname(firstPython.scriptFile)) : undefined;
   try {
     for (const task of order) {
       const ps = parents.get(task.name) ?? [];
@@ -109,10 +116,12 @@ export async function profileApp(app: AppSpec, node: string, opts: { log?: (line
         blocked.set(task.name, 'skipped');
         continue;
       }
-      // One file from each parent (a join gets one from each), or the sample input for an entry task.
-      const sources = ps.length === 0
-        ? app.sampleInputs.slice(0, Math.max(1, task.numInputs))
-        : ps.map((p) => outputsFor(p, outputs.get(p.name) ?? [], task.name)[0]).filter((f): f is string => Boolean(f));
+      // NUM_INPUTS files of one job: what the parents sent it (a FLAG-true parent may send
+      // several), or the files of the first sample job for an entry task.
+      const firstJob = jobPrefix(basename(app.sampleInputs[0]!));
+      const sources = (ps.length === 0
+        ? app.sampleInputs.filter((f) => jobPrefix(basename(f)) === firstJob)
+        : ps.flatMap((p) => outputsFor(p, outputs.get(p.name) ?? [], task.name))).slice(0, Math.max(1, task.numInputs));
       if (sources.length === 0) {
         result.skipped.push({ task: task.name, reason: 'its parents produced no output for it' });
         blocked.set(task.name, 'skipped');

@@ -2,14 +2,20 @@
 // Redis list per directed link and republishes that link's fit after every new sample.
 // Start-up: a bootstrap burst (every size to every peer, `bootstrapRounds` times, largest size
 // first so the first fit already spans the whole range); new peers get the same burst as soon
-// as they appear. Then every `refreshMs`: one probe of a random size to every peer, as DRUPE.
+// as they appear. Then continuously: one probe of a random size to every peer every `refreshMs`,
+// as DRUPE, stretched by the traffic budget (budget.ts: steady probes carry at most `budget` of
+// the link's capacity) and restricted to the sizes the budget affords at that pace. The fit uses
+// the samples of the link's current regime only (window.ts): when a change is detected the list
+// is cut at the change (so restarts and other readers agree) and the link is re-probed at once.
 // Probes of one agent run one at a time, so an agent never competes with itself for its link.
 import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { LinkProfile } from '../../config/types.js';
 import type { AgentRegistration } from '../agent/registry.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, DEFAULT_PROBE_BUDGET } from './budget.js';
 import { fitLink, type LinkSample } from './fit.js';
 import { probe } from './probe-client.js';
+import { DEFAULT_MAX_AGE_MS, linkWindow } from './window.js';
 
 export const DEFAULT_PROBE_SIZES_KB = [1, 10, 100, 1000, 10000];
 
@@ -24,6 +30,12 @@ export interface NetworkOptions {
   maxSamples: number;
   /** Upper bound on one probe. */
   timeoutMs: number;
+  /** Share of a link's measured capacity its steady-state probes may use (0 < budget <= 1). */
+  budget: number;
+  /** Samples older than this leave the fit when enough newer ones remain. */
+  maxAgeMs: number;
+  /** After a detected change, re-probe with the sizes expected to take at most this long. */
+  reprobeMaxMs: number;
 }
 
 export const defaultNetworkOptions = (): NetworkOptions => ({
@@ -32,13 +44,39 @@ export const defaultNetworkOptions = (): NetworkOptions => ({
   refreshMs: 60_000,
   maxSamples: 50,
   timeoutMs: 60_000,
+  budget: DEFAULT_PROBE_BUDGET,
+  maxAgeMs: DEFAULT_MAX_AGE_MS,
+  reprobeMaxMs: 5_000,
 });
+
+interface Job {
+  bytes: number;
+  /** Steady-state probe (counted against the budget) rather than a bootstrap or re-probe. */
+  steady: boolean;
+}
 
 interface Peer {
   reg: AgentRegistration;
-  pending: number[];
+  pending: Job[];
   /** Failed probes re-queued so far (reset when the peer re-registers). */
   retries: number;
+  /** Earliest time of the next steady probe (ms since epoch). */
+  nextAt: number;
+  /** Capacity the budget is taken from (bytes/s), once known. */
+  capacity?: number;
+  /** Fitted bandwidth last published. */
+  fitBandwidth?: number;
+}
+
+/** Steady-state probe traffic to one peer (for tests and the bench: the budget in use). */
+export interface SteadyTraffic {
+  bytes: number;
+  probes: number;
+  /** When the first steady probe started and the last one ended (ms). */
+  firstAt: number;
+  lastAt: number;
+  /** Capacity the budget was last taken from (bytes/s). */
+  capacity: number;
 }
 
 const MAX_RETRIES = 5;
@@ -54,7 +92,7 @@ export class NetworkProfiler {
   private turn = 0;
   private readonly abort = new AbortController();
   /** Probes sent and bytes probed since start (for tests and the bench). */
-  readonly stats = { probes: 0, bytes: 0, failures: 0 };
+  readonly stats = { probes: 0, bytes: 0, failures: 0, changes: 0, steady: new Map<string, SteadyTraffic>() };
 
   constructor(
     private readonly redis: Redis,
@@ -66,7 +104,8 @@ export class NetworkProfiler {
 
   start(): void {
     this.running = true;
-    this.refreshTimer = setInterval(() => this.refreshRound(), this.opts.refreshMs);
+    // The tick only checks who is due; the pace itself comes from each peer's nextAt.
+    this.refreshTimer = setInterval(() => this.refreshRound(), Math.min(this.opts.refreshMs, 1000));
     this.loop = this.run();
   }
 
@@ -89,34 +128,61 @@ export class NetworkProfiler {
         known.reg = reg;
         continue;
       }
-      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0 });
+      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0 });
       this.log(`peer ${reg.node} at ${reg.host}:${reg.port}: bootstrap probing`);
     }
     for (const name of [...this.peers.keys()]) if (!live.has(name)) this.peers.delete(name);
     this.wake?.();
   }
 
-  private bootstrapPlan(): number[] {
+  private bootstrapPlan(): Job[] {
     const desc = [...this.opts.sizes].sort((a, b) => b - a);
-    const plan: number[] = [];
-    for (let r = 0; r < this.opts.bootstrapRounds; r++) plan.push(...desc);
+    const plan: Job[] = [];
+    for (let r = 0; r < this.opts.bootstrapRounds; r++) plan.push(...desc.map((bytes) => ({ bytes, steady: false })));
     return plan;
   }
 
   private refreshRound(): void {
-    const sizes = this.opts.sizes;
+    const now = Date.now();
+    let due = false;
     for (const peer of this.peers.values()) {
-      if (peer.pending.length === 0) peer.pending.push(sizes[Math.floor(Math.random() * sizes.length)]!);
+      if (peer.pending.length > 0 || now < peer.nextAt) continue;
+      const sizes = peer.capacity === undefined ? this.opts.sizes : affordableSizes(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs);
+      peer.pending.push({ bytes: sizes[Math.floor(Math.random() * sizes.length)]!, steady: true });
+      due = true;
     }
-    this.wake?.();
+    if (due) this.wake?.();
   }
 
   /** Round-robin over peers with pending probes, so every peer gets its first fit early. */
-  private next(): { peer: Peer; bytes: number } | undefined {
+  private next(): { peer: Peer; job: Job } | undefined {
     const list = [...this.peers.values()].filter((p) => p.pending.length > 0);
     if (list.length === 0) return undefined;
     const peer = list[this.turn++ % list.length]!;
-    return { peer, bytes: peer.pending.shift()! };
+    return { peer, job: peer.pending.shift()! };
+  }
+
+  /** After a probe: the budget decides when the next steady probe to that peer may start. */
+  private pace(peer: Peer, job: Job, seconds: number, start: number): void {
+    const end = Date.now();
+    peer.capacity = budgetCapacity(peer.fitBandwidth, job.bytes, seconds);
+    const pause = budgetPauseMs(job.bytes, seconds, peer.capacity, this.opts.budget);
+    peer.nextAt = Math.max(start + this.opts.refreshMs, end + pause);
+    if (!job.steady) return;
+    const t = this.stats.steady.get(peer.reg.node) ?? { bytes: 0, probes: 0, firstAt: start, lastAt: end, capacity: peer.capacity };
+    t.bytes += job.bytes;
+    t.probes++;
+    t.lastAt = end;
+    t.capacity = peer.capacity;
+    this.stats.steady.set(peer.reg.node, t);
+  }
+
+  /** A change was detected: probe the sizes the new regime can carry quickly, largest first. */
+  private reprobe(peer: Peer, sample: LinkSample): void {
+    const rate = sample.bytes / sample.seconds;
+    const sizes = this.opts.sizes.filter((s) => (s / rate) * 1000 <= this.opts.reprobeMaxMs).sort((a, b) => b - a);
+    const queued = new Set(peer.pending.map((j) => j.bytes));
+    for (const bytes of sizes) if (!queued.has(bytes)) peer.pending.push({ bytes, steady: false });
   }
 
   private async run(): Promise<void> {
@@ -127,28 +193,33 @@ export class NetworkProfiler {
         this.wake = undefined;
         continue;
       }
-      const { reg } = job.peer;
+      const { peer } = job;
+      const { reg } = peer;
+      const { bytes } = job.job;
+      const start = Date.now();
       try {
-        const seconds = await probe(reg.host, reg.port, job.bytes, this.opts.timeoutMs, this.abort.signal);
+        const seconds = await probe(reg.host, reg.port, bytes, this.opts.timeoutMs, this.abort.signal);
         this.stats.probes++;
-        this.stats.bytes += job.bytes;
+        this.stats.bytes += bytes;
         if (!this.running) break;
-        await this.record(reg.node, { bytes: job.bytes, seconds, at: Date.now() });
+        this.pace(peer, job.job, seconds, start);
+        await this.record(peer, { bytes, seconds, at: Date.now() });
       } catch (e) {
         this.stats.failures++;
         if (this.running && this.peers.has(reg.node)) {
-          this.log(`probe to ${reg.node} (${job.bytes} B) failed: ${(e as Error).message}`);
+          this.log(`probe to ${reg.node} (${bytes} B) failed: ${(e as Error).message}`);
           // Try that size again later (bounded), so a hiccup cannot leave a link without a fit.
-          if (job.peer.retries < MAX_RETRIES) {
-            job.peer.retries++;
-            job.peer.pending.push(job.bytes);
+          if (peer.retries < MAX_RETRIES) {
+            peer.retries++;
+            peer.pending.push({ bytes, steady: false });
           }
         }
       }
     }
   }
 
-  private async record(peer: string, sample: LinkSample): Promise<void> {
+  private async record(p: Peer, sample: LinkSample): Promise<void> {
+    const peer = p.reg.node;
     const listKey = this.keys.linkSamples(this.node, peer);
     const res = await this.redis
       .multi()
@@ -165,9 +236,26 @@ export class NetworkProfiler {
         // a foreign or truncated entry: ignore it
       }
     }
-    const fit = fitLink(samples);
-    const sizes = new Set(samples.map((s) => s.bytes)).size;
-    if (!fit || sizes < Math.min(3, this.opts.sizes.length)) return;
+    const win = linkWindow(samples, { now: Date.now(), maxAgeMs: this.opts.maxAgeMs });
+    if (win.changeAt !== undefined) {
+      // Cut the stored list at the change: only this agent writes it, and a restart or another
+      // reader must not bring the old regime back.
+      this.stats.changes++;
+      this.log(`link to ${peer} changed (${win.direction}): fitting the ${win.samples.length} newest samples only`);
+      await this.redis.multi().del(listKey).rpush(listKey, ...win.samples.map((s) => JSON.stringify(s))).exec();
+      this.reprobe(p, sample);
+      this.wake?.();
+    } else if (win.suspect && p.pending[0]?.bytes !== sample.bytes) {
+      // A lone deviating sample: probe the same size again at once (ahead of anything queued).
+      p.pending.unshift({ bytes: sample.bytes, steady: false });
+      this.wake?.();
+    }
+    const fit = fitLink(win.samples);
+    const sizes = new Set(win.samples.map((s) => s.bytes)).size;
+    // The first fit waits for three sizes (bootstrap spans them at once); after a change, two do.
+    const needed = win.samples.length < samples.length ? 2 : Math.min(3, this.opts.sizes.length);
+    if (!fit || sizes < needed) return;
+    p.fitBandwidth = fit.bandwidthBytesPerSec;
     const profile: LinkProfile = {
       from: this.node,
       to: peer,
@@ -179,7 +267,8 @@ export class NetworkProfiler {
       samples: fit.samples,
       updatedAt: Date.now(),
       model: fit.model,
-      sampledAt: Math.max(...samples.map((s) => s.at)),
+      sampledAt: Math.max(...win.samples.map((s) => s.at)),
+      windowFrom: Math.min(...win.samples.map((s) => s.at)),
     };
     await this.redis.set(this.keys.linkFit(this.node, peer), JSON.stringify(profile));
   }

@@ -120,14 +120,17 @@ describe('loadApp', () => {
     expect((await rejects(loadApp(dir))).message).to.match(/app name "bad name" is not allowed/);
   });
 
-  it('checks static placement and input_node.txt against the cluster', async () => {
+  it('checks input_node.txt against the cluster: a warning, an error only for WAVE', async () => {
     const app = await loadApp(join(tmp, 'small'));
     const cluster = await loadClusterConfig({ dir: tmp, env: {} });
-    validateAppAgainstCluster(app, cluster); // node1 and node2 exist in the embedded default
+    expect(validateAppAgainstCluster(app, cluster)).to.deep.equal([]); // node1 and node2 exist in the embedded default
     const two = { ...cluster, nodes: cluster.nodes.filter((n) => n.name !== 'node2') };
+    const warnings = validateAppAgainstCluster(app, two);
+    expect(warnings).to.have.length(1);
+    expect(warnings[0]).to.match(/input_node\.txt:2: warning: input_node\.txt puts src on unknown node node2; only the WAVE mappers read it/);
     const e = (() => {
       try {
-        validateAppAgainstCluster(app, two);
+        validateAppAgainstCluster(app, { ...two, mapper: 'wave-greedy' });
       } catch (err) {
         return err as JupiterError;
       }

@@ -53,6 +53,19 @@ describe('configuration.txt parser', () => {
     expect(c.placement).to.deep.equal([{ task: 'a', node: 'node1', line: 4 }, { task: 'b', node: 'node2', line: 5 }]);
   });
 
+  it('NUM_INPUTS counts files of a job: known at run time with a FLAG-true parent or the home', () => {
+    // An entry task fed two files of a job by the home; a child of one FLAG-true parent that
+    // emits two files per job; a join of two FLAG-true parents.
+    const text = '4\nsrc 2 true l r\nl 2 true join\nr 2 true join\njoin 2 false home\n';
+    const tasks = parseConfiguration(text, F).tasks;
+    expect(buildDag('x', tasks, F).entryTasks).to.deep.equal(['src']);
+  });
+  it('reads the later versions\' sink names (datasink1, scheduler) as home', () => {
+    const tasks = parseConfiguration('2\na 1 false b\nb 1 false datasink1\n', F).tasks;
+    expect(tasks[1]!.children).to.deep.equal(['home']);
+    expect(buildDag('x', tasks, F).sinkTasks).to.deep.equal(['b']);
+  });
+
   const bad: Array<[string, string, number, RegExp]> = [
     ['N larger than the task lines', '3\na 1 false home\nb 1 false home\n', 1, /N is 3 but there are 2 task line/],
     ['N smaller than the task lines', '1\na 1 false home\nb 1 false home\n', 3, /more task lines than N = 1/],
@@ -121,8 +134,7 @@ describe('DAG rules', () => {
 
   const bad: Array<[string, string, number, RegExp]> = [
     ['unknown child', '1\na 1 false b\n', 2, /task a has unknown child b/],
-    ['NUM_INPUTS differing from the parents', '3\na 1 false b c\nb 1 false c\nc 1 false home\n', 4, /NUM_INPUTS of c is 1, but it has 2 DAG parent\(s\): a, b/],
-    ['a join entry task', '1\na 2 false home\n', 2, /NUM_INPUTS of entry task a is 2/],
+    ['NUM_INPUTS differing from FLAG-false parents', '3\na 1 false b c\nb 1 false c\nc 1 false home\n', 4, /NUM_INPUTS of c is 1, but it has 2 DAG parent\(s\) with FLAG false: a, b/],
     ['a first line that is not an entry task', '2\nb 1 false home\na 1 false b\n', 2, /first task b is not an entry task/],
     ['only helpers', '1\nh 1 false h\n', 2, /no entry task/],
     ['a helper as a child', '2\na 1 false h\nh 1 false h\n', 2, /non-DAG helper/],
@@ -203,9 +215,9 @@ describe('name_convert.txt and input_node.txt parsers', () => {
     expect(m.get('input')).to.deep.equal({ output: 'global', input: 'botnet', line: 1 });
     expect(m.get('localpro')!.output).to.equal('split');
   });
-  it('refuses wrong field counts and duplicates', () => {
+  it('refuses wrong field counts; a repeated task is fine (the last line wins, as in the original)', () => {
     expect(thrown(() => parseNameConvert('a b\n', 'n')).line).to.equal(1);
-    expect(thrown(() => parseNameConvert('a b c\na b c\n', 'n')).message).to.match(/twice/);
+    expect(parseNameConvert('fusion fusion human\nfusion fusion car\n', 'n').get('fusion')).to.deep.equal({ output: 'fusion', input: 'car', line: 2 });
   });
   it('reads input_node.txt with tabs or spaces after the header', () => {
     const m = parseInputNode('task\tnode\nlocalpro\tnode3\nother  node2\n', 'i');

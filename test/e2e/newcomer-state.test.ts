@@ -16,8 +16,8 @@ import { killPid, until, writeChainApp } from '../support/faults.js';
 const APP = 'newcomer';
 
 /** Retained messages a fresh subscriber of jupiter/<app>/# gets (topics with a payload), after a quiet spell. */
-async function retainedOf(mqttUrl: string, app: string, quietMs = 400): Promise<string[]> {
-  const client = await mqtt.connectAsync(mqttUrl, { reconnectPeriod: 0 });
+async function retainedOf(hub: { mqttUrl: string; mqttUsername?: string; mqttPassword?: string }, app: string, quietMs = 400): Promise<string[]> {
+  const client = await mqtt.connectAsync(hub.mqttUrl, { reconnectPeriod: 0, username: hub.mqttUsername, password: hub.mqttPassword });
   const got: string[] = [];
   try {
     client.on('message', (topic, payload, packet) => {
@@ -67,7 +67,7 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
       const r = await box.run(['deploy', appDir, '--runtime', 'docker'], { timeoutMs: 110_000 });
       expect(r.code, r.stderr).to.equal(1);
       expect(r.stderr).to.include('Docker engine of node');
-      expect(r.stderr).to.include(`state: the previous deployment of ${APP} (run ${runId}) was not touched and still runs`);
+      expect(r.stderr, r.stderr).to.include(`state: the previous deployment of ${APP} (run ${runId}) was not touched and still runs`);
       expect(r.stderr).to.not.include('Removing the previous deployment');
     } finally {
       rmSync(cfg, { force: true });
@@ -78,8 +78,8 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
   });
 
   it('3 and 4: `teardown <folder path>` removes it; new subscribers get none of its retained topics', async () => {
-    const mqttUrl = box.stack().hub!.mqttUrl;
-    const before = await retainedOf(mqttUrl, APP);
+    const hub = box.stack().hub!;
+    const before = await retainedOf(hub, APP);
     expect(before).to.include(`jupiter/${APP}/mapping`);
     expect(before).to.include(`jupiter/${APP}/tasks/t0`);
 
@@ -96,7 +96,7 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
 
     // The hub notices within a poll or two; then every fresh subscriber gets nothing of the app.
     const after = await until(async () => {
-      const got = await retainedOf(mqttUrl, APP);
+      const got = await retainedOf(hub, APP);
       return got.length === 0 ? got : undefined;
     }, 15_000, 'the retained topics of the torn-down app to be cleared');
     expect(after).to.deep.equal([]);

@@ -32,7 +32,21 @@ export interface Testbed {
   rateBytesPerSec(a: string, b: string): number;
   /** argv prefix running a command inside a node's namespace. */
   exec(node: string): string[];
+  /** Re-shape the link between two nodes (both directions) to a new rate. */
+  shape(a: string, b: string, mbit: number): void;
+  /**
+   * Drop packets `from` sends over its link to `to` (iptables in from's namespace): all of them,
+   * or each with `probability` (`-m statistic --mode random`).
+   */
+  impair(from: string, to: string, probability?: number): void;
+  /** Remove every impairment of both ends of the link. */
+  heal(a: string, b: string): void;
   cleanup(): void;
+}
+
+export interface TestbedOptions {
+  /** Prefix of every namespace and interface name (default `j`; at most 8 characters). */
+  prefix?: string;
 }
 
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
@@ -92,12 +106,19 @@ function pickSubnet(): string {
   throw new Error('no unused private /24 found for the testbed');
 }
 
+/** tbf needs a bucket of at least rate/HZ: a few ms of traffic, never under 16 KB. */
+const burstOf = (mbit: number) => `${Math.max(16, Math.ceil((mbit * 1e6) / 8 / 250 / 1024))}kb`;
+
 /** Build the testbed; on any failure it removes what it created and rethrows. */
-export function createTestbed(names: string[], links: TestbedLink[]): Testbed {
-  const tag = `j${(process.pid % 46656).toString(36)}${Math.floor(Math.random() * 36).toString(36)}`;
+export function createTestbed(names: string[], links: TestbedLink[], opts: TestbedOptions = {}): Testbed {
+  const prefix = opts.prefix ?? 'j';
+  links = links.map((l) => ({ ...l })); // shape() updates the rates
+  // Interface names are limited to 15 characters: prefix (<= 8) + 4 + `l<k>a`.
+  if (!/^[a-z][a-z0-9]{0,7}$/.test(prefix)) throw new Error(`testbed prefix ${JSON.stringify(prefix)}: 1-8 lowercase letters/digits`);
+  const tag = `${prefix}${(process.pid % 46656).toString(36)}${Math.floor(Math.random() * 36).toString(36)}`;
   const net = pickSubnet();
   const bridge = `${tag}br`;
-  const nodes: TestbedNode[] = names.map((name, i) => ({ name, ns: `jupiter-${tag}-${i}`, addr: `${net}.${64 + i}` }));
+  const nodes: TestbedNode[] = names.map((name, i) => ({ name, ns: prefix === 'j' ? `jupiter-${tag}-${i}` : `${tag}-${i}`, addr: `${net}.${64 + i}` }));
   const created: string[] = [];
   let bridgeCreated = false;
   const cleanup = () => {
@@ -139,20 +160,35 @@ export function createTestbed(names: string[], links: TestbedLink[]): Testbed {
       const [va, vb] = [`${tag}l${k}a`, `${tag}l${k}b`];
       ip('link', 'add', va, 'netns', na.ns, 'type', 'veth', 'peer', 'name', vb, 'netns', nb.ns);
       const [aa, ab] = [`${net}.${128 + 4 * k + 1}`, `${net}.${128 + 4 * k + 2}`];
-      // tbf needs a bucket of at least rate/HZ; a few ms of traffic, never under 16 KB.
-      const burst = `${Math.max(16, Math.ceil((l.mbit * 1e6) / 8 / 250 / 1024))}kb`;
+      const burst = burstOf(l.mbit);
       for (const [ns, dev, addr, peerNode] of [[na.ns, va, aa, nb], [nb.ns, vb, ab, na]] as const) {
         inNs(ns, 'ip', 'addr', 'add', `${addr}/30`, 'dev', dev);
         inNs(ns, 'ip', 'link', 'set', dev, 'up');
         inNs(ns, 'tc', 'qdisc', 'add', 'dev', dev, 'root', 'tbf', 'rate', `${l.mbit}mbit`, 'burst', burst, 'latency', '50ms');
         inNs(ns, 'ip', 'route', 'add', `${peerNode.addr}/32`, 'via', addr === aa ? ab : aa, 'dev', dev);
       }
+      // Static neighbours: a link saturated by a probe behind a tight tbf drops ARP too, and a
+      // failed neighbour makes connects fail (EHOSTUNREACH) for a while; that is not what the
+      // tests measure.
+      const mac = (ns: string, dev: string) => /link\/ether ([0-9a-f:]+)/.exec(inNs(ns, 'ip', 'link', 'show', 'dev', dev))![1]!;
+      inNs(na.ns, 'ip', 'neigh', 'replace', ab, 'lladdr', mac(nb.ns, vb), 'dev', va, 'nud', 'permanent');
+      inNs(nb.ns, 'ip', 'neigh', 'replace', aa, 'lladdr', mac(na.ns, va), 'dev', vb, 'nud', 'permanent');
     });
   } catch (e) {
     cleanup();
     throw e;
   }
   const idx = new Map(nodes.map((n, i) => [n.name, i]));
+  /** The link between two nodes: its index and each end's device. */
+  const linkOf = (a: string, b: string) => {
+    const [ia, ib] = [idx.get(a), idx.get(b)];
+    const k = links.findIndex((x) => (x.a === ia && x.b === ib) || (x.a === ib && x.b === ia));
+    if (k < 0) throw new Error(`no link between ${a} and ${b}`);
+    const l = links[k]!;
+    const dev = (n: string) => (idx.get(n) === l.a ? `${tag}l${k}a` : `${tag}l${k}b`);
+    return { k, l, dev };
+  };
+  const nsOf = (n: string) => nodes[idx.get(n)!]!.ns;
   return {
     nodes,
     links,
@@ -165,6 +201,27 @@ export function createTestbed(names: string[], links: TestbedLink[]): Testbed {
       return (l.mbit * 1e6) / 8;
     },
     exec: (node) => ['ip', 'netns', 'exec', nodes[idx.get(node)!]!.ns],
+    shape(a, b, mbit) {
+      const { l, dev } = linkOf(a, b);
+      for (const n of [a, b]) inNs(nsOf(n), 'tc', 'qdisc', 'change', 'dev', dev(n), 'root', 'tbf', 'rate', `${mbit}mbit`, 'burst', burstOf(mbit), 'latency', '50ms');
+      l.mbit = mbit;
+    },
+    impair(from, to, probability) {
+      const { dev } = linkOf(from, to);
+      const stat = probability === undefined ? [] : ['-m', 'statistic', '--mode', 'random', '--probability', String(probability)];
+      inNs(nsOf(from), 'iptables', '-A', 'OUTPUT', '-o', dev(from), ...stat, '-j', 'DROP');
+    },
+    heal(a, b) {
+      const { dev } = linkOf(a, b);
+      for (const n of [a, b]) {
+        // Delete our rules on that device one by one (the namespace is ours; nothing else is in it).
+        for (;;) {
+          const rules = inNs(nsOf(n), 'iptables', '-S', 'OUTPUT').split('\n').filter((r) => r.startsWith('-A OUTPUT') && r.includes(`-o ${dev(n)} `));
+          if (rules.length === 0) break;
+          inNs(nsOf(n), 'iptables', ...rules[0]!.replace(/^-A /, '-D ').split(' '));
+        }
+      }
+    },
     cleanup,
   };
 }

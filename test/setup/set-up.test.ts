@@ -23,8 +23,12 @@ function resolves(packages: Record<string, LockEntry>, from: string, name: strin
 }
 
 function sh(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => execFile(cmd, args, { ...opts, env: { ...process.env, ...opts.env }, timeout: 120_000 }, (e, so, se) =>
-    resolve({ code: (e as { code?: number } | null)?.code ?? 0, out: `${so}${se}` })));
+  return new Promise((resolve) => execFile(cmd, args, { ...opts, env: { ...process.env, ...opts.env }, timeout: 280_000 }, (e, so, se) => {
+    // A process killed by the time limit has no exit code: count it as a failure, not as 0.
+    const err = e as { code?: unknown; signal?: string } | null;
+    const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+    resolve({ code, out: `${so}${se}${err?.signal ? `\n(killed by ${err.signal})` : ''}` });
+  }));
 }
 
 describe('set-up: package-lock.json is complete for npm ci', () => {
@@ -41,7 +45,7 @@ describe('set-up: package-lock.json is complete for npm ci', () => {
 });
 
 describe('set-up: scripts/setup.sh', function () {
-  this.timeout(150_000);
+  this.timeout(300_000); // a build from scratch in a clone takes a while on a loaded 2-core machine
   const testOnly = ['openssh-server', 'mosquitto', 'chromium', 'iproute2', 'openssl', 'redis-tools'];
 
   it('checks for test-only packages only with --for-tests, which check.sh passes', async () => {

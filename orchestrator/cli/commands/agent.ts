@@ -4,6 +4,7 @@ import { inputError } from '../../../config/errors.js';
 import { SAFE_NAME } from '../../../config/types.js';
 import { maskUrl } from '../../../config/cluster/mask.js';
 import { DEFAULT_PROBE_SIZES_KB } from '../../../profilers/network/profiler.js';
+import { DEFAULT_PROBE_BUDGET } from '../../../profilers/network/budget.js';
 import { action } from '../run.js';
 
 interface AgentFlags {
@@ -16,6 +17,9 @@ interface AgentFlags {
   probeSizes: string;
   bootstrapRounds: string;
   refresh: string;
+  probeBudget?: string;
+  lossInterval: string;
+  lossCount: string;
   resourceInterval: string;
 }
 
@@ -26,6 +30,13 @@ function positive(name: string, v: string, integer = false): number {
       hint: `for example --${name} ${integer ? '3' : '2.5'}`,
     });
   }
+  return n;
+}
+
+function probeBudget(flag: string | undefined, configured: number | undefined): number {
+  if (flag === undefined) return configured ?? DEFAULT_PROBE_BUDGET;
+  const n = positive('probe-budget', flag);
+  if (n > 1) throw inputError(`--probe-budget is a share of the link's capacity (0 < x <= 1), got ${flag}`, { hint: 'for example --probe-budget 0.02 (2%)' });
   return n;
 }
 
@@ -61,6 +72,9 @@ export function register(program: Command): void {
     .option('--probe-sizes <kb,...>', 'network probe sizes in KB', DEFAULT_PROBE_SIZES_KB.join(','))
     .option('--bootstrap-rounds <n>', 'times the start-up burst sends every size to every peer', '3')
     .option('--refresh <seconds>', 'period of the steady-state probe round', '60')
+    .option('--probe-budget <fraction>', `share of each link's measured capacity its steady probes may use (default: the configuration's profiling.probeBudget, else ${DEFAULT_PROBE_BUDGET})`)
+    .option('--loss-interval <seconds>', 'period of the echo-probe loss rounds (failure localisation); 0 = off', '10')
+    .option('--loss-count <n>', 'echo packets per peer per loss round', '100')
     .option('--resource-interval <seconds>', 'period of the resource profiler', '2')
     .action(action(async (flags: AgentFlags) => {
       if (!SAFE_NAME.test(flags.node)) {
@@ -71,6 +85,8 @@ export function register(program: Command): void {
       const bootstrapRounds = positive('bootstrap-rounds', flags.bootstrapRounds, true);
       const refreshMs = positive('refresh', flags.refresh) * 1000;
       const resourceMs = positive('resource-interval', flags.resourceInterval) * 1000;
+      const lossMs = flags.lossInterval === '0' ? 0 : positive('loss-interval', flags.lossInterval) * 1000;
+      const lossCount = positive('loss-count', flags.lossCount, true);
       const [{ Agent }, { defaultHandlers }, { resolveRedis }] = await Promise.all([
         import('../../../profilers/agent/agent.js'), import('../../../profilers/agent/handlers.js'), import('../../connect.js'),
       ]);
@@ -85,7 +101,8 @@ export function register(program: Command): void {
         listenPort: listen.port,
         advertiseHost: flags.advertise,
         heartbeatMs,
-        network: { sizes, bootstrapRounds, refreshMs },
+        network: { sizes, bootstrapRounds, refreshMs, budget: probeBudget(flags.probeBudget, target.cluster.profiling?.probeBudget) },
+        loss: lossMs > 0 ? { intervalMs: lossMs, count: lossCount } : false,
         resource: { intervalMs: resourceMs },
         handlers: defaultHandlers(),
       });

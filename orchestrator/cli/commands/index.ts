@@ -12,6 +12,7 @@ import { register as status } from './status.js';
 import { register as logs } from './logs.js';
 import { register as teardown } from './teardown.js';
 import { register as stack } from './stack.js';
+import { register as remap } from './remap.js';
 
 export type RegisterCommand = (program: Command) => void;
 
@@ -25,6 +26,7 @@ export const commands: RegisterCommand[] = [
   status,
   logs,
   teardown,
+  remap,
   profile,
   agent,
   viz,

@@ -34,11 +34,11 @@ export function register(program: Command): void {
     .action(action(async (appArg: string) => {
       const app = await loadApp(appArg);
       const cluster = await loadClusterConfig();
-      validateAppAgainstCluster(app, cluster);
+      for (const w of validateAppAgainstCluster(app, cluster)) process.stderr.write(`${w}\n`);
       const helpers = app.tasks.length - app.dagTasks.length;
       const out = [
         `app ${app.name} (${displayPath(app.dir)}): ${app.dagTasks.length} DAG task(s)${helpers ? ` + ${helpers} helper(s)` : ''}, ` +
-          `entry ${app.entryTasks.join(', ')}, sink ${app.sinkTasks.join(', ')}, ${app.sampleInputs.length} sample input(s)`,
+          `entry ${app.entryTasks.join(', ')}, sink ${app.sinkTasks.join(', ')}, ${app.sampleInputs.length} sample input(s)${app.sampleInputs.length ? '' : ' (deploy waits for `jupiter submit`)'}`,
         summaryTable(app),
         `cluster (${cluster.source}): home + ${cluster.nodes.length} node(s) ${cluster.nodes.map((n) => n.name).join(', ')}, ${cluster.runtime} runtime`,
         `ok: ${app.name} is valid`,

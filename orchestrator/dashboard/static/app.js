@@ -14,6 +14,8 @@ const model = {
   tasks: new Map(), // task -> TaskMessage (last event)
   stats: null,
   nodes: new Map(), // node -> NodeMessage
+  faults: null, // FaultsMessage (jupiter/network/faults)
+  remap: null, // newest RemapEvent of the app (jupiter/<app>/remap)
   history: [],
   messages: 0,
   nodeOrder: [],
@@ -67,6 +69,7 @@ function selectApp(app) {
   model.app = app;
   model.tasks.clear();
   model.stats = null;
+  model.remap = null;
   model.history = [];
   document.body.dataset.app = app;
   const url = new URL(location.href);
@@ -85,6 +88,12 @@ function onMessage(topic, msg) {
   const parts = topic.split('/');
   if (parts[1] === 'nodes') {
     model.nodes.set(msg.node, msg);
+    dirty.nodes = true;
+  } else if (parts[1] === 'network' && parts[2] === 'faults') {
+    model.faults = msg;
+    dirty.nodes = true;
+  } else if (parts[1] === model.app && parts[2] === 'remap') {
+    model.remap = msg;
     dirty.nodes = true;
   } else if (parts[2] === 'mapping') {
     model.mappings.set(parts[1], msg);
@@ -362,6 +371,29 @@ function renderNodeCards() {
     if (r?.heartbeatAt) meta.push(`seen ${new Date(r.heartbeatAt).toLocaleTimeString()}`);
     card.querySelector('.meta').textContent = meta.join(' · ');
   }
+  renderNetwork();
+}
+
+// Lossy or dead links (or nodes) localised from echo-probe loss, and the newest re-map event.
+function renderNetwork() {
+  const box = $('net-faults');
+  const lines = [];
+  for (const f of model.faults?.faults ?? []) {
+    const where = f.kind === 'link' ? f.nodes.join(' ↔ ') : f.nodes.join(', ') || f.element;
+    lines.push({ cls: f.dead ? 'fault dead' : 'fault lossy', text: `${f.kind} ${where}: ${f.dead ? 'DEAD' : 'lossy'}, ${(f.loss * 100).toFixed(1)}% loss` });
+  }
+  if (model.faults && lines.length === 0) lines.push({ cls: 'fault ok', text: `network: no faults (${model.faults.links.length} links probed)` });
+  const r = model.remap;
+  if (r) {
+    const moves = r.moves.map((m) => `${m.task} ${m.from}→${m.to}`).join(', ');
+    lines.push({ cls: 'remap', text: `re-map ${r.kind === 'remap' ? 'made' : 'suggested'} ${new Date(r.ts).toLocaleTimeString()}: gain ${(r.gain * 100).toFixed(0)}% (${r.reason}); ${moves || 'no moves'}` });
+  }
+  box.replaceChildren(...lines.map((l) => {
+    const d = document.createElement('div');
+    d.className = l.cls;
+    d.textContent = l.text;
+    return d;
+  }));
 }
 
 $('app-select').addEventListener('change', (e) => selectApp(e.target.value));

@@ -1,0 +1,90 @@
+// The adapt loop (runs in the hub next to the reconciler): every few seconds, for each deployed
+// app, plan a re-mapping on the current models (plan.ts) and let decide.ts judge it against the
+// `adapt` settings. When it acts, the plan becomes a re-map event (events.ts; the bridge
+// publishes it). Lost nodes are the reconciler's (heal/reconciler.ts moves their tasks); this
+// loop leaves those plans alone. Moving runners live for a gain (mode auto) is not built yet:
+// auto records the event as a suggestion too, and says so in the hub's log.
+import type { Redis } from 'ioredis';
+import { loadApp } from '../../config/app/load.js';
+import { redisKeys } from '../../config/redis-keys.js';
+import { ADAPT_DEFAULTS, type AdaptSettings, type ClusterConfig } from '../../config/types.js';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { mappers } from '../../mappers/index.js';
+import { readProfiles } from '../profiles/read.js';
+import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
+import { decide, type DecisionState } from './decide.js';
+import { recordRemap, remapEvent, type RemapEvent } from './events.js';
+import { planRemap } from './plan.js';
+import { readExecRecords } from './records.js';
+
+export interface AdaptLoopOptions {
+  redisUrl: string;
+  cluster: ClusterConfig;
+  intervalMs?: number;
+  /** Overrides cluster.adapt (tests). */
+  settings?: AdaptSettings;
+  log?: (line: string) => void;
+}
+
+export class AdaptLoop {
+  private readonly redis: Redis;
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private readonly states = new Map<string, DecisionState>();
+  private readonly log: (line: string) => void;
+  /** Events recorded so far (newest last), for tests and the hub's log. */
+  readonly events: RemapEvent[] = [];
+
+  constructor(private readonly opts: AdaptLoopOptions) {
+    this.redis = connectRedis(opts.redisUrl, { name: 'jupiter:adapt' });
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  get settings(): AdaptSettings {
+    return this.opts.settings ?? this.opts.cluster.adapt ?? ADAPT_DEFAULTS;
+  }
+
+  start(): this {
+    if (this.settings.mode === 'off') return this;
+    const tick = () => {
+      this.running = this.checkAll()
+        .catch((e: unknown) => this.log(`adapt check failed: ${(e as Error).message}`))
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs ?? 5000);
+        });
+    };
+    this.timer = setTimeout(tick, 0);
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    const t = this.timer;
+    this.timer = undefined;
+    clearTimeout(t);
+    await this.running;
+    this.redis.disconnect();
+  }
+
+  private async checkAll(): Promise<void> {
+    const prefix = this.opts.cluster.redisPrefix;
+    const snapshot = await readProfiles(this.redis, { prefix });
+    if (snapshot.nodes.length === 0) return;
+    for (const name of await deployedApps(this.redis, prefix)) {
+      const current = await readMapping(this.redis, prefix, name);
+      const dep = await readDeployment(this.redis, prefix, name);
+      if (!current || !dep) continue;
+      const app = await loadApp(dep.appDir);
+      const records = await readExecRecords(this.redis, name, { prefix });
+      const plan = planRemap({ app, snapshot, records, current, mapper: mappers[current.mapper] ? current.mapper : 'heft' });
+      if (plan.lostNodes.length > 0) continue; // the reconciler's job
+      const now = Date.now();
+      const { verdict, state } = decide(this.settings, this.states.get(name) ?? {}, plan, now);
+      this.states.set(name, state);
+      if (!verdict.act) continue;
+      const ev = remapEvent(plan, 'suggest', 'gain', now);
+      await recordRemap(this.redis, redisKeys(prefix), ev);
+      this.events.push(ev);
+      this.log(`adapt: ${name}: ${verdict.why}; suggested ${plan.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}${this.settings.mode === 'auto' ? ' (auto: moving live is not built yet)' : ''}`);
+    }
+  }
+}

@@ -1,0 +1,88 @@
+// `jupiter remap <app> [--dry-run] [--mapper name] [--json]`: compute the better mapping of a
+// deployed app from the current models (live link fits, online execution models from the
+// runtime records of its items), print before/after and the predicted gain, and record it as a
+// re-map event (published on jupiter/<app>/remap by the telemetry bridge). --dry-run only prints.
+import type { Command } from 'commander';
+import { inputError, runtimeError } from '../../../config/errors.js';
+import { table as newTable } from '../../report/table.js';
+import type { MappingRecord } from '../../../config/events.js';
+import type { RemapPlan } from '../../adapt/plan.js';
+import { action } from '../run.js';
+
+interface RemapFlags {
+  dryRun?: boolean;
+  mapper?: string;
+  json?: boolean;
+  redis?: string;
+}
+
+const sec = (s: number) => (Number.isFinite(s) ? `${(s * 1000).toFixed(1)} ms` : 'cannot run');
+
+export function formatPlan(plan: RemapPlan): string {
+  const t = newTable(['task', 'now on', 'proposed', '']);
+  for (const task of Object.keys(plan.after.mapping)) {
+    const from = plan.before.mapping[task] ?? '-';
+    const to = plan.after.mapping[task]!;
+    t.push([task, from, to, from === to ? '' : 'moves']);
+  }
+  const out = [
+    `Re-mapping of ${plan.app} (mapper ${plan.mapper}), both evaluated on the current models`,
+    t.toString(),
+    `predicted makespan: ${sec(plan.before.makespan)} now -> ${sec(plan.after.makespan)} proposed (gain ${(plan.gain * 100).toFixed(1)}%)`,
+    `reason: ${plan.reason}`,
+  ];
+  if (plan.models.length > 0) {
+    const m = newTable(['task', 'node', 'items', 'time at mean input', 'error']);
+    for (const x of [...plan.models].sort((a, b) => a.task.localeCompare(b.task) || a.node.localeCompare(b.node))) {
+      m.push([x.task, x.node, x.n, sec(x.baseSec + x.perByteSec * x.meanInBytes), `${(x.relError * 100).toFixed(1)}%`]);
+    }
+    out.push('', 'Online execution models (recent window of live items)', m.toString());
+  } else out.push('', 'Online execution models: no runtime records yet (the one-shot execution profile is used)');
+  return `${out.join('\n')}\n`;
+}
+
+export function register(program: Command): void {
+  program
+    .command('remap')
+    .description('compute a better mapping of a deployed app from the current models; print before/after and the predicted gain')
+    .argument('<app>', 'app folder or name under apps/ (deployed)')
+    .option('--dry-run', 'only print the plan; record no event')
+    .option('-m, --mapper <name>', 'mapper (default: the one the app was deployed with)')
+    .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
+    .option('--json', 'print the plan as JSON')
+    .action(action(async (appArg: string, flags: RemapFlags) => {
+      const [{ loadApp }, { connectToStack }, { readProfiles }, { readExecRecords }, { planRemap }, { recordRemap, remapEvent }, { mappers }, { redisKeys }] = await Promise.all([
+        import('../../../config/app/load.js'), import('../../connect.js'), import('../../profiles/read.js'), import('../../adapt/records.js'),
+        import('../../adapt/plan.js'), import('../../adapt/events.js'), import('../../../mappers/index.js'), import('../../../config/redis-keys.js'),
+      ]);
+      if (flags.mapper !== undefined && !mappers[flags.mapper]) throw inputError(`unknown mapper "${flags.mapper}"`, { hint: `one of: ${Object.keys(mappers).join(', ')}` });
+      const app = await loadApp(appArg);
+      const { redis, prefix, cluster } = await connectToStack(flags.redis);
+      try {
+        const keys = redisKeys(prefix);
+        const raw = await redis.get(keys.mapping(app.name));
+        if (!raw) throw runtimeError(`${app.name} is not deployed (no mapping in Redis under ${keys.mapping(app.name)})`, { hint: `deploy it first: jupiter deploy ${appArg}` });
+        const current = JSON.parse(raw) as MappingRecord;
+        const mapper = flags.mapper ?? (mappers[current.mapper] ? current.mapper : cluster.mapper);
+        const snapshot = await readProfiles(redis, { prefix });
+        if (snapshot.nodes.length === 0) throw runtimeError('no live agents: there are no current models to re-map with', { hint: 'start the node agents (`jupiter agent --node <name>`)' });
+        const records = await readExecRecords(redis, app.name, { prefix });
+        const plan = planRemap({ app, snapshot, records, current, mapper });
+        const moving = plan.moves.length > 0;
+        if (!flags.dryRun && moving) await recordRemap(redis, keys, remapEvent(plan, 'suggest', plan.lostNodes.length ? 'lost-node' : 'manual'));
+        if (flags.json) process.stdout.write(`${JSON.stringify({ ...plan, problem: undefined }, null, 2)}\n`);
+        else process.stdout.write(formatPlan(plan));
+        if (!moving) process.stdout.write('The current mapping is already the best one found: nothing to move.\n');
+        else if (flags.dryRun) process.stdout.write('--dry-run: nothing recorded, nothing moved.\n');
+        else {
+          process.stdout.write(`Suggestion recorded (published on jupiter/${app.name}/remap).\n`);
+          // Moving runners live is the part of issue 13 that needs the testbed; say so rather than pretend.
+          throw runtimeError('moving tasks live is not available yet: the suggestion was recorded, nothing was moved', {
+            hint: `redeploy with the proposed mapping (jupiter teardown ${appArg} && jupiter deploy ${appArg}), or use --dry-run to only look`,
+          });
+        }
+      } finally {
+        redis.disconnect();
+      }
+    }));
+}

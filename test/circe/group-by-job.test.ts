@@ -1,0 +1,18 @@
+// Jupiter's job rule where files enter the pipeline: files sharing a job prefix are one item.
+import { expect } from 'chai';
+import { groupByJob } from '../../circe/home/source.js';
+
+describe('groupByJob (the home source and submit)', () => {
+  it('puts files of one job together, in the order each job first appears', () => {
+    const files = ['/in/7_right.jpeg', '/in/1botnet.ipsum', '/in/7_left.jpeg', '/x/8_left.jpeg', '/in/2botnet.ipsum'];
+    expect(groupByJob(files)).to.deep.equal([
+      { job: '7', files: ['/in/7_right.jpeg', '/in/7_left.jpeg'] },
+      { job: '1botnet', files: ['/in/1botnet.ipsum'] },
+      { job: '8', files: ['/x/8_left.jpeg'] },
+      { job: '2botnet', files: ['/in/2botnet.ipsum'] },
+    ]);
+  });
+  it('keeps one file per name in a job (the same name twice would overwrite itself in pathin)', () => {
+    expect(groupByJob(['/a/1_x.txt', '/b/1_x.txt'])).to.deep.equal([{ job: '1', files: ['/a/1_x.txt'] }]);
+  });
+});

@@ -1,0 +1,150 @@
+import { expect } from 'chai';
+import { fitLink, type LinkSample } from '../../profilers/network/fit.js';
+import { linkWindow } from '../../profilers/network/window.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs } from '../../profilers/network/budget.js';
+
+const KB = 1024;
+const SIZES = [1, 10, 100, 1000, 10000].map((k) => k * KB);
+/** A tbf link: the first 16 KB pass at line rate (1 GB/s), the rest at `rate` bytes/s. */
+const tbf = (rate: number) => (x: number) => 0.0002 + Math.max(0, x - 16 * KB) / rate + x / 1e9;
+const MIN = 60_000;
+function prng(seed: number): () => number {
+  let s = seed;
+  return () => ((s = (s * 16807) % 2147483647) / 2147483647);
+}
+
+/** Probes as the profiler takes them: bootstrap (3 rounds of every size), then one random size a minute. */
+function history(f: (x: number) => number, from: number, n: number, step = MIN, seed = 1): LinkSample[] {
+  let s = seed;
+  const rnd = () => ((s = (s * 16807) % 2147483647) / 2147483647);
+  return Array.from({ length: n }, (_, i) => {
+    const bytes = SIZES[Math.floor(rnd() * SIZES.length)]!;
+    return { bytes, seconds: f(bytes), at: from + i * step };
+  });
+}
+
+/**
+ * Store as the profiler does (capped list, newest first), cutting at detected changes and
+ * probing a suspect size again at once (`truth` answers that probe); the fit after each sample.
+ */
+function replay(samples: LinkSample[], truth: (bytes: number, at: number) => number) {
+  let list: LinkSample[] = [];
+  const fits: Array<{ at: number; bw: number | undefined; changed: boolean }> = [];
+  const add = (s: LinkSample): boolean => {
+    list = [s, ...list].slice(0, 50);
+    const w = linkWindow(list, { now: s.at, maxAgeMs: 20 * MIN });
+    if (w.changeAt !== undefined) list = w.samples;
+    fits.push({ at: s.at, bw: fitLink(w.samples)?.bandwidthBytesPerSec, changed: w.changeAt !== undefined });
+    return w.suspect === true;
+  };
+  for (const s of samples) if (add(s)) add({ bytes: s.bytes, seconds: truth(s.bytes, s.at + 1), at: s.at + 1 });
+  return fits;
+}
+
+describe('profilers: the link fit follows the network (window.ts)', () => {
+  it('reproduces the issue: without a window, 50 old fast samples outvote the new slow ones', () => {
+    const before = history(tbf(1.25e9), 0, 45);
+    const after = history(tbf(1.25e6), 45 * MIN, 5, MIN, 7);
+    const fit = fitLink([...before, ...after])!;
+    expect(fit.bandwidthBytesPerSec).to.be.greaterThan(100e6);
+  });
+
+  it('a link throttled from 10 Gbit/s to 10 Mbit/s: the fit follows within a few probes', () => {
+    const before = history(tbf(1.25e9), 0, 50);
+    const after = history(tbf(1.25e6), 50 * MIN, 12, MIN, 3);
+    const fits = replay([...before, ...after], (x, at) => (at < 50 * MIN ? tbf(1.25e9) : tbf(1.25e6))(x));
+    expect(fits.slice(0, 50).some((f) => f.changed)).to.equal(false, 'no false alarm on a steady link');
+    // Random sizes only, as in steady state (the profiler also re-probes every size at once on a change).
+    const ok = fits.slice(50).findIndex((f) => f.bw !== undefined && Math.abs(f.bw / 1.25e6 - 1) < 0.25);
+    expect(ok).to.be.within(0, 8);
+    // and it stays right afterwards
+    for (const f of fits.slice(50 + ok)) if (f.bw !== undefined) expect(f.bw / 1.25e6).to.be.closeTo(1, 0.25);
+  });
+
+  it('follows the way back (un-throttled)', () => {
+    const samples = [...history(tbf(1.25e6), 0, 40), ...history(tbf(125e6), 40 * MIN, 12, MIN, 5)];
+    const fits = replay(samples, (x, at) => (at < 40 * MIN ? tbf(1.25e6) : tbf(125e6))(x));
+    const last = fits.at(-1)!;
+    expect(last.bw! / 125e6).to.be.closeTo(1, 0.25);
+  });
+
+  it('follows the way back even when the budget let only small probes through on the slow link', () => {
+    const small = (f: (x: number) => number, from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => ({ bytes: [10 * KB, 100 * KB][i % 2]!, seconds: f([10 * KB, 100 * KB][i % 2]!), at: from + i * MIN }));
+    // a fitted history of every size, then the slow regime probed with 10 and 100 KB only
+    const samples = [...history(tbf(1.25e6), 0, 20), ...small(tbf(1.25e6), 20 * MIN, 20), ...small(tbf(125e6), 40 * MIN, 6)];
+    const fits = replay(samples, (x, at) => (at < 40 * MIN ? tbf(1.25e6) : tbf(125e6))(x));
+    expect(fits.slice(40).some((f) => f.changed)).to.equal(true);
+  });
+
+  it('one stalled probe (a 10x GC pause) does not cut the history: the re-probe clears it', () => {
+    const samples = history(tbf(125e6), 0, 40);
+    const clean = fitLink(samples)!.bandwidthBytesPerSec;
+    const i = samples.findIndex((s, k) => k > 30 && s.bytes >= 100 * KB);
+    samples[i] = { ...samples[i]!, seconds: samples[i]!.seconds * 10 };
+    const fits = replay(samples, tbf(125e6));
+    expect(fits.filter((f) => f.changed)).to.have.length(0);
+    expect(fits.at(-1)!.bw! / clean).to.be.closeTo(1, 0.01);
+  });
+
+  it('noise on tiny probes (sub-5 ms) is never a change', () => {
+    const samples = history(tbf(125e6), 0, 40).map((s, k) => (s.bytes <= 10 * KB && k % 2 ? { ...s, seconds: s.seconds * 8 } : s));
+    expect(replay(samples, tbf(125e6)).filter((f) => f.changed)).to.have.length(0);
+  });
+
+  it('heavy one-sided noise (a delayed ACK adds 40 ms to a third of the probes) is never a change', () => {
+    const rnd = prng(5);
+    const noisy = (x: number) => tbf(25e6)(x) + (rnd() < 0.33 ? 0.04 + 0.04 * rnd() : 0);
+    const samples = history(noisy, 0, 80);
+    expect(replay(samples, (x) => noisy(x)).filter((f) => f.changed)).to.have.length(0);
+  });
+
+  it('a slow drift ages out: after the age limit only the recent samples count', () => {
+    const old = history(tbf(125e6), 0, 30);
+    // 30 min later, a link half as fast (not enough of a step to be a change)
+    const recent = history(tbf(70e6), 60 * MIN, 25, MIN, 9);
+    const w = linkWindow([...old, ...recent], { now: 85 * MIN, maxAgeMs: 20 * MIN });
+    expect(w.changeAt).to.equal(undefined);
+    expect(Math.min(...w.samples.map((s) => s.at))).to.be.at.least(65 * MIN);
+    expect(fitLink(w.samples)!.bandwidthBytesPerSec / 70e6).to.be.closeTo(1, 0.1);
+  });
+
+  it('a lone deviating newest sample makes the link suspect (re-probe), not changed', () => {
+    const samples = history(tbf(125e6), 0, 20);
+    const last = { bytes: 1000 * KB, seconds: tbf(125e6)(1000 * KB) * 20, at: 20 * MIN };
+    const w = linkWindow([...samples, last], { now: 20 * MIN, maxAgeMs: 20 * MIN });
+    expect(w).to.include({ suspect: true });
+    expect(w.changeAt).to.equal(undefined);
+    expect(w.samples).to.have.length(21);
+  });
+
+  it('keeps old samples when too few recent ones remain for a fit', () => {
+    const old = history(tbf(125e6), 0, 20);
+    const w = linkWindow(old, { now: 500 * MIN, maxAgeMs: 20 * MIN });
+    expect(w.samples).to.have.length(20);
+  });
+});
+
+describe('profilers: probe traffic budget (budget.ts)', () => {
+  it('pauses so that probe bytes stay at the budget share of capacity', () => {
+    const cap = 1.25e6; // 10 Mbit/s
+    const pause = budgetPauseMs(1e6, 0.8, cap, 0.02);
+    expect(1e6 / (0.8 + pause / 1000) / cap).to.be.closeTo(0.02, 1e-9);
+    expect(budgetPauseMs(1000, 1, cap, 0.02)).to.equal(0);
+  });
+
+  it('takes capacity from the fit, before the first fit from what the probe saw', () => {
+    expect(budgetCapacity(1e9, 1e4, 0.03)).to.equal(1e9);
+    expect(budgetCapacity(undefined, 1e6, 2)).to.equal(5e5);
+    expect(budgetCapacity(undefined, 1e6, 0)).to.equal(1e12);
+  });
+
+  it('affords the sizes that keep the pace, else the smallest', () => {
+    const sizes = SIZES;
+    // 2% of 10 Mbit/s = 25 KB/s: a cycle of at most 3 x 60 s affords up to 4.5 MB
+    expect(affordableSizes(sizes, 1.25e6, 0.02, 60_000)).to.deep.equal(SIZES.slice(0, 4));
+    // 2% of 200 Mbit/s with a 2 s refresh: up to 3 MB
+    expect(affordableSizes([10, 100, 1000, 3000].map((k) => k * KB), 25e6, 0.02, 2000)).to.deep.equal([10, 100, 1000].map((k) => k * KB));
+    expect(affordableSizes(sizes, 1e3, 0.02, 1000)).to.deep.equal([KB]);
+  });
+});

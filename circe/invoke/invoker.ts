@@ -1,6 +1,7 @@
 // Calls one task's code for one item. Python: Jupiter's `task(filename, pathin, pathout)` in a
 // persistent interpreter (`filename` is a str for one input, a list for several). JavaScript or
 // TypeScript: an exported `task(inputs, pathin, pathout)`, sync or async, loaded once.
+import { basename, dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AppSpec, TaskSpec } from '../../config/types.js';
 import { inputError } from '../../config/errors.js';
@@ -54,14 +55,14 @@ const prestarted = new Map<string, { worker: PythonWorker; launch?: Launch; star
  * task's module while the runner loads its own modules and connects to Redis, instead of after.
  * createInvoker() takes this worker over and reports its start-up error, if any, as usual.
  */
-export function prestartInvoker(app: AppSpec, task: TaskSpec, node: string): void {
+export function prestartInvoker(app: AppSpec, task: TaskSpec, node: string, opts: InvokerOptions = {}): void {
   if (!task.isDag || task.language !== 'python' || prestarted.has(task.name)) return;
   const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
-  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch);
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr);
   prestarted.set(task.name, { worker, launch, started: worker.start() });
 }
 
-async function startPython(app: AppSpec, task: TaskSpec, node: string): Promise<{ worker: PythonWorker; launch?: Launch }> {
+async function startPython(app: AppSpec, task: TaskSpec, node: string, opts: InvokerOptions): Promise<{ worker: PythonWorker; launch?: Launch }> {
   const pre = prestarted.get(task.name);
   prestarted.delete(task.name);
   if (pre && pre.worker.scriptFile === task.scriptFile) {
@@ -71,17 +72,22 @@ async function startPython(app: AppSpec, task: TaskSpec, node: string): Promise<
   await pre?.worker.close();
   pre?.launch?.cleanup();
   const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
-  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch);
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr);
   await worker.start();
   return { worker, launch };
 }
 
-export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local'): Promise<TaskInvoker> {
+export interface InvokerOptions {
+  /** File descriptor for a Python task's output (default: this process's stderr). */
+  stderr?: number;
+}
+
+export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local', opts: InvokerOptions = {}): Promise<TaskInvoker> {
   if (!task.isDag) {
     throw inputError(`task ${task.name} of app ${app.name} is a non-DAG helper; it runs once as a script (runHelper), not per item`);
   }
   if (task.language === 'python') {
-    const { worker, launch } = await startPython(app, task, node);
+    const { worker, launch } = await startPython(app, task, node, opts);
     return {
       get pid() {
         return worker.pid;
@@ -108,4 +114,38 @@ export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local'
     file: task.scriptFile,
     hint: 'shell scripts can only be non-DAG helper tasks (`<name> 1 false <name>`)',
   });
+}
+
+/** Python tasks run one after another in one interpreter (see sharedPythonInvoker). */
+export interface SharedPythonInvoker {
+  /** Whether `task` can run here (a Python DAG task of this script folder). */
+  serves(task: TaskSpec): boolean;
+  /** Import the task's module (outside any timing). */
+  load(task: TaskSpec): Promise<void>;
+  invoke(task: TaskSpec, inputs: string[], pathin: string, pathout: string): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * One interpreter for many Python tasks of one script folder, for the execution profiler: an
+ * interpreter start per task costs far more than a no-op-sized task's call, and profiling runs
+ * every task of the app once on every node. Each task's module is imported on first use; the
+ * call contract and output checks are the runner's. A task that fails here deserves a retry in
+ * an interpreter of its own (createInvoker), since other tasks' modules share this one.
+ */
+export function sharedPythonInvoker(scriptsDir: string, opts: InvokerOptions = {}): SharedPythonInvoker {
+  const dir = resolve(scriptsDir);
+  const worker = new PythonWorker('(shared)', `${dir}/`, undefined, undefined, opts.stderr);
+  const moduleOf = (task: TaskSpec): string => basename(task.scriptFile).replace(/\.py$/, '');
+  return {
+    serves: (task) => task.isDag && task.language === 'python' && dirname(resolve(task.scriptFile)) === dir,
+    async load(task) {
+      await worker.invoke(undefined, dir, dir, moduleOf(task));
+    },
+    async invoke(task, inputs, pathin, pathout) {
+      const filename = inputs.length === 1 ? inputs[0]! : inputs;
+      return checkOutputs(task.name, await worker.invoke(filename, pathin, pathout, moduleOf(task)), pathout);
+    },
+    close: () => worker.close(),
+  };
 }

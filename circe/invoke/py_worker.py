@@ -5,6 +5,9 @@ Usage: python3 -u py_worker.py <scripts_dir> <module>
 Imports <module> once from <scripts_dir> (which is put first on sys.path) and then serves
 requests, one JSON object per line on stdin:
     {"id": 1, "filename": "a.txt" | ["a.txt", "b.txt"], "pathin": "...", "pathout": "..."}
+A request may name another "module" of <scripts_dir> (imported once, on first use) whose task
+it calls, and a request without "filename" only imports its module: the execution profiler
+runs many tasks in one interpreter this way (<module> may then be empty: nothing at start).
 answering one JSON object per line on the original stdout:
     {"id": 1, "ok": true, "result": ["/abs/out/file", ...]}
     {"id": 1, "ok": false, "error": "ValueError: ...", "trace": "..."}
@@ -31,9 +34,15 @@ def main():
     # before /centralized_scheduler is mounted).
     os.chdir(scripts_dir)
     sys.path.insert(0, scripts_dir)
+    tasks = {}
+
+    def task_of(name):
+        if name not in tasks:
+            tasks[name] = getattr(__import__(name), "task")
+        return tasks[name]
+
     try:
-        module = __import__(module_name)
-        task = getattr(module, "task")
+        task = task_of(module_name) if module_name else None
     except BaseException as e:  # report import problems instead of dying silently
         send({"ready": False, "error": "%s: %s" % (type(e).__name__, e), "trace": traceback.format_exc()})
         return 1
@@ -45,7 +54,11 @@ def main():
             continue
         req = json.loads(line)
         try:
-            result = task(req["filename"], req["pathin"], req["pathout"])
+            fn = task_of(req["module"]) if req.get("module") else task
+            if "filename" not in req:
+                send({"id": req["id"], "ok": True, "result": []})
+                continue
+            result = fn(req["filename"], req["pathin"], req["pathout"])
             if result is None:
                 result = []
             elif isinstance(result, (str, bytes, os.PathLike)):

@@ -45,18 +45,22 @@ export class PythonWorker {
     private readonly python = process.env.JUPITER_PYTHON ?? 'python3',
     /** Original Jupiter apps: import from /centralized_scheduler (circe/compat/centralized.ts). */
     private readonly launch?: Pick<Launch, 'scriptsDir' | 'env' | 'wrap'>,
+    /** File descriptor for the task's output (default: inherited). */
+    private readonly stderr?: number,
   ) {}
 
   /** Start the interpreter and import the module (errors in the module surface here). */
   start(): Promise<void> {
     if (this.ready) return this.ready;
-    const scriptsDir = this.launch?.scriptsDir ?? dirname(resolve(this.scriptFile));
-    const moduleName = basename(this.scriptFile).replace(/\.py$/, '');
+    // A script folder alone (ending in /): no module at start, each call names its own.
+    const shared = this.scriptFile.endsWith('/');
+    const scriptsDir = this.launch?.scriptsDir ?? (shared ? resolve(this.scriptFile) : dirname(resolve(this.scriptFile)));
+    const moduleName = shared ? '' : basename(this.scriptFile).replace(/\.py$/, '');
     const cmd = this.launch?.wrap(this.python, ['-u', pyWorkerPath(), scriptsDir, moduleName]) ?? { cmd: this.python, args: ['-u', pyWorkerPath(), scriptsDir, moduleName] };
     const child = spawn(cmd.cmd, cmd.args, {
       // In a private mount namespace the folder exists only once the wrapper has mounted it.
       cwd: this.launch ? '/' : scriptsDir,
-      stdio: ['pipe', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', this.stderr ?? 'inherit'],
       env: { ...process.env, ...this.launch?.env, PYTHONDONTWRITEBYTECODE: '1' },
     });
     this.child = child;
@@ -103,13 +107,14 @@ export class PythonWorker {
     return this.ready;
   }
 
-  async invoke(filename: string | string[], pathin: string, pathout: string): Promise<string[]> {
+  /** `module`: another module of the script folder whose task to call (filename undefined: only import it). */
+  async invoke(filename: string | string[] | undefined, pathin: string, pathout: string, module?: string): Promise<string[]> {
     await this.start();
     const child = this.child!;
     const id = this.nextId++;
     return new Promise<string[]>((resolveCall, rejectCall) => {
       this.pending.set(id, { resolve: resolveCall, reject: rejectCall });
-      child.stdin!.write(`${JSON.stringify({ id, filename, pathin, pathout })}\n`);
+      child.stdin!.write(`${JSON.stringify({ id, filename, pathin, pathout, module })}\n`);
     });
   }
 

@@ -1,6 +1,7 @@
 // Task runner process entry (dist/circe/runner/main.js), configured only by JUPITER_* variables.
 // JUPITER_TASK=home runs the home's sink; a non-DAG helper task runs its script once and exits
-// with the script's code; any other task consumes its queue until SIGTERM.
+// with the script's code; any other task consumes its queue until SIGTERM. With
+// JUPITER_HOST_FILE the process is a node host running several tasks' runners (node-host.ts).
 // Start-up is on the critical path of every deploy (all runners start at once on few cores), so
 // each path imports only its own modules (the sink, or the app loader and the task runner), a
 // Python task's interpreter boots while the runner loads BullMQ, and the connection that
@@ -27,8 +28,9 @@ async function announceReady(redis: Redis, prefix: string, app: string, task: st
 }
 
 async function main(): Promise<number> {
-  const env = readRunnerEnv();
-  const where = `${env.app}/${env.task}@${env.node}`;
+  const hostFile = process.env.JUPITER_HOST_FILE;
+  const env = hostFile ? undefined : readRunnerEnv();
+  const where = env ? `${env.app}/${env.task}@${env.node}` : `node host ${process.env.JUPITER_APP}@${process.env.JUPITER_NODE}`;
   let closing: (() => Promise<void>) | undefined;
   let stopping = false;
   const stopped = new Promise<void>((resolve) => {
@@ -41,6 +43,24 @@ async function main(): Promise<number> {
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
   });
+
+  if (!env) {
+    // SIGHUP (tasks came or went) is caught before anything loads: its default ends the process.
+    let missed = false;
+    const early = (): void => {
+      missed = true;
+    };
+    process.on('SIGHUP', early);
+    const { NodeHost } = await import('./node-host.js');
+    const host = await NodeHost.start(hostFile!, log);
+    closing = () => host.close();
+    process.off('SIGHUP', early).on('SIGHUP', () => void host.reconcile());
+    if (missed) void host.reconcile();
+    log(`node host of ${host.tasks.length} task(s) running (pid ${process.pid})`);
+    if (stopping) await host.close();
+    await stopped;
+    return 0;
+  }
 
   // Only for the announcement (or a helper's exit code): the runner and sink have their own.
   const announcer = connectRedis(env.redisUrl, { failFast: true });

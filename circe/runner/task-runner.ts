@@ -63,6 +63,13 @@ export interface TaskRunnerOptions {
   /** Overrides the app's stored settings (tests). */
   settings?: PipelineSettings;
   log?: (msg: string) => void;
+  /**
+   * Connections shared with the other runners of one process (a node host): the runner uses
+   * them and leaves them open on close. Without them it opens its own two.
+   */
+  shared?: { redis: Redis; workerRedis: Redis };
+  /** Where the task's Python worker writes its output (a file descriptor; default: the runner's stderr). */
+  taskStderr?: number;
 }
 
 /** Errors that a retry cannot fix go straight to the dead letters. */
@@ -113,8 +120,8 @@ export class TaskRunner {
 
   private constructor(private readonly opts: TaskRunnerOptions) {
     this.keys = appKeys(opts.prefix, opts.app.name);
-    this.redis = withScripts(connectRedis(opts.redisUrl, { name: `jupiter:${opts.app.name}:${opts.task.name}` }));
-    this.workerRedis = connectRedis(opts.redisUrl, { name: `jupiter:${opts.app.name}:${opts.task.name}:worker` });
+    this.redis = withScripts(opts.shared?.redis ?? connectRedis(opts.redisUrl, { name: `jupiter:${opts.app.name}:${opts.task.name}` }));
+    this.workerRedis = opts.shared?.workerRedis ?? connectRedis(opts.redisUrl, { name: `jupiter:${opts.app.name}:${opts.task.name}:worker` });
     this.log = opts.log ?? (() => undefined);
   }
 
@@ -142,7 +149,7 @@ export class TaskRunner {
     const { app, task } = this.opts;
     this.settings = this.opts.settings ?? (await readSettings(this.redis, this.opts.prefix, app.name));
     this.queues = new AppQueues(this.redis, this.opts.prefix, app.name, this.settings);
-    this.invoker = await createInvoker(app, task, this.opts.node);
+    this.invoker = await createInvoker(app, task, this.opts.node, { stderr: this.opts.taskStderr });
     const parent = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
     this.slots = openSlots(parent, this.settings.concurrency);
     this.slotGate = new FifoGate(this.settings.concurrency);
@@ -412,6 +419,7 @@ export class TaskRunner {
     await this.queues?.close().catch(() => undefined);
     await this.invoker?.close().catch(() => undefined);
     for (const s of this.slots) s.remove();
+    if (this.opts.shared) return;
     await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);
   }
 }

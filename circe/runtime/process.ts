@@ -1,16 +1,23 @@
-// Process runtime (the embedded default): every task's runner is a detached child process of
-// this machine, whatever logical node it is mapped to, each wrapped by its own small supervisor
-// (supervise.ts) that restarts it when it dies. State per app under <stateDir>/apps/<app>/:
-//   <task>@<node>.json   supervisor pid, current runner pid, restarts
-//   <task>@<node>.log    the runner's and the supervisor's output (kept after teardown)
+// Process runtime (the embedded default): runners are detached child processes of this machine,
+// whatever logical node they are mapped to, each wrapped by a small supervisor (supervise.ts)
+// that restarts it when it dies. A JavaScript/TypeScript task (its code runs inside its runner),
+// a helper and the sink get a runner process each; the Python tasks of one app on one node share
+// a node host process (runner/node-host.ts: their code runs in a Python process per task), so a
+// node pays for Node once, not once per task. State per app under <stateDir>/apps/<app>/:
+//   <task>@<node>.json   supervisor pid, current runner pid, restarts (hosted: `host` names the
+//                        node host, whose pids are read from hosts/<node>.json)
+//   <task>@<node>.log    the runner's (or hosted task's) and the supervisor's output (kept after teardown)
+//   hosts/<node>.tasks.json  the tasks a node host runs (rewritten + SIGHUP when they change)
+//   hosts/<node>.json, .log  the node host's supervisor state and its own output
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { inputError, runtimeError } from '../../config/errors.js';
 import { runnerEnv } from '../runner/env.js';
+import type { HostFile } from '../runner/node-host.js';
 import { CENTRALIZED, ensureCentralizedMountPoint, usesCentralized } from '../compat/centralized.js';
 import { isAlive } from './pid.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
@@ -23,6 +30,14 @@ interface RunnerState {
   app: string;
   restarts: number;
   updatedAt: number;
+  /** Hosted task: the node whose host runs it (its pids live in hosts/<node>.json). */
+  host?: string;
+}
+
+/** Tasks a node host runs: Python DAG tasks, whose code runs in a process of its own anyway. */
+export function hostable(app: AppSpec, task: string): boolean {
+  const t = app.tasks.find((x) => x.name === task);
+  return Boolean(t?.isDag && t.language === 'python') && process.env.JUPITER_NODE_HOSTS !== '0';
 }
 
 export interface ProcessRuntimeOptions {
@@ -33,6 +48,21 @@ export interface ProcessRuntimeOptions {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function hostPaths(dir: string, node: string): { spec: string; state: string; log: string } {
+  const base = join(dir, 'hosts', node);
+  return { spec: `${base}.tasks.json`, state: `${base}.json`, log: `${base}.log` };
+}
+
+async function readJson<T>(file: string): Promise<T | undefined> {
+  return readFile(file, 'utf8').then((s) => JSON.parse(s) as T, () => undefined);
+}
+
+/** Whole or not at all: a host reading its task list never sees half a file. */
+function writeJson(file: string, value: unknown): void {
+  writeFileSync(`${file}.tmp`, JSON.stringify(value));
+  renameSync(`${file}.tmp`, file);
+}
 
 export function appStateDir(cluster: Pick<ClusterConfig, 'stateDir'>, app: string): string {
   return resolve(cluster.stateDir, 'apps', app);
@@ -57,9 +87,16 @@ export class ProcessRuntime implements Runtime {
     const dir = appStateDir(cluster, app);
     const names = await readdir(dir).catch(() => [] as string[]);
     const out: Array<{ file: string; state: RunnerState }> = [];
+    const hosts = new Map<string, RunnerState | undefined>();
     for (const n of names.filter((f) => f.endsWith('.json'))) {
       try {
-        out.push({ file: join(dir, n), state: JSON.parse(await readFile(join(dir, n), 'utf8')) as RunnerState });
+        const state = JSON.parse(await readFile(join(dir, n), 'utf8')) as RunnerState;
+        if (state.host !== undefined) {
+          if (!hosts.has(state.host)) hosts.set(state.host, await readJson<RunnerState>(hostPaths(dir, state.host).state));
+          const h = hosts.get(state.host);
+          if (h) Object.assign(state, { supervisorPid: h.supervisorPid, runnerPid: h.runnerPid, restarts: h.restarts });
+        }
+        out.push({ file: join(dir, n), state });
       } catch {
         // a state file being rewritten right now; the next call sees it
       }
@@ -67,60 +104,118 @@ export class ProcessRuntime implements Runtime {
     return out;
   }
 
+  /** Take `task` off the host of `node` (moved elsewhere); a host left without tasks stops. */
+  private async unhost(dir: string, node: string, task: string): Promise<void> {
+    const p = hostPaths(dir, node);
+    const [spec, st] = await Promise.all([readJson<HostFile>(p.spec), readJson<RunnerState>(p.state)]);
+    if (!spec) return;
+    spec.tasks = spec.tasks.filter((t) => t !== task);
+    if (spec.tasks.length === 0) {
+      if (isAlive(st?.supervisorPid)) process.kill(st!.supervisorPid, 'SIGTERM');
+    } else {
+      writeJson(p.spec, spec);
+      if (isAlive(st?.runnerPid)) process.kill(st!.runnerPid!, 'SIGHUP');
+    }
+  }
+
+  /**
+   * Start (or extend) the node host of `node` for the hosted specs; returns its state file.
+   * A running host gets the new task list and a SIGHUP; otherwise a supervisor starts one.
+   */
+  private async startHost(app: AppSpec, dir: string, node: string, specs: RunnerSpec[]): Promise<string> {
+    const p = hostPaths(dir, node);
+    await mkdir(dirname(p.spec), { recursive: true });
+    const st = await readJson<RunnerState>(p.state);
+    const running = isAlive(st?.supervisorPid);
+    const before = running ? (await readJson<HostFile>(p.spec))?.tasks ?? [] : [];
+    const tasks = [...new Set([...before, ...specs.map((s) => s.task)])];
+    const first = specs[0]!;
+    const spec: HostFile = { app: app.name, appDir: app.dir, node, redisUrl: first.redisUrl, redisPrefix: first.redisPrefix, logDir: dir, tasks };
+    writeJson(p.spec, spec);
+    for (const s of specs) {
+      writeJson(join(dir, `${s.task}@${node}.json`), { host: node, task: s.task, node, app: app.name, supervisorPid: st?.supervisorPid ?? 0, runnerPid: st?.runnerPid ?? null, restarts: 0, updatedAt: Date.now() });
+    }
+    if (running) {
+      if (tasks.length > before.length && isAlive(st!.runnerPid)) process.kill(st!.runnerPid!, 'SIGHUP');
+      return p.state;
+    }
+    await rm(p.state, { force: true });
+    this.spawnSupervisor(p.log, { ...runnerEnv({ ...first, task: '' }, app.dir), JUPITER_HOST_FILE: p.spec, JUPITER_SUPERVISE_STATE: p.state });
+    return p.state;
+  }
+
+  private spawnSupervisor(logFile: string, env: Record<string, string>): number | undefined {
+    const supervisor = join(dirname(fileURLToPath(import.meta.url)), 'supervise.js');
+    const log = openSync(logFile, 'a');
+    const child = spawn(process.execPath, ['--enable-source-maps', supervisor], {
+      detached: true,
+      stdio: ['ignore', log, log],
+      env: { ...process.env, ...env },
+    });
+    closeSync(log);
+    child.unref();
+    return child.pid;
+  }
+
   async start(app: AppSpec, specs: RunnerSpec[], cluster: ClusterConfig): Promise<RunnerHandle[]> {
     const dir = appStateDir(cluster, app.name);
     await mkdir(dir, { recursive: true });
-    const supervisor = join(dirname(fileURLToPath(import.meta.url)), 'supervise.js');
     const existing = await this.readStates(app.name, cluster);
-    const handles: RunnerHandle[] = [];
+    const handles: Array<RunnerHandle & { stateFile: string; logFile: string; hosted?: boolean }> = [];
+    const hosted = new Map<string, RunnerSpec[]>();
     for (const spec of specs) {
       const base = `${spec.task}@${spec.node}`;
       const stateFile = join(dir, `${base}.json`);
+      const logFile = join(dir, `${base}.log`);
       // A task moved to another node (the reconciler healing a lost node): its runner elsewhere
       // stops after the item in hand, and a dead one's state file goes, so list() and teardown
       // only see the runner the placement names.
       for (const old of existing.filter((e) => e.state.task === spec.task && e.state.node !== spec.node)) {
+        if (old.state.host !== undefined) {
+          await this.unhost(dir, old.state.host, spec.task);
+          await rm(old.file, { force: true });
+          continue;
+        }
         if (isAlive(old.state.supervisorPid)) process.kill(old.state.supervisorPid, 'SIGTERM');
         else if (isAlive(old.state.runnerPid)) process.kill(old.state.runnerPid!, 'SIGTERM');
         if (!isAlive(old.state.supervisorPid)) await rm(old.file, { force: true });
       }
+      if (hostable(app, spec.task)) {
+        hosted.set(spec.node, [...(hosted.get(spec.node) ?? []), spec]);
+        handles.push({ task: spec.task, node: spec.node, id: '', stateFile: hostPaths(dir, spec.node).state, logFile, hosted: true });
+        continue;
+      }
       const running = existing.find((e) => e.file === stateFile && isAlive(e.state.supervisorPid));
       if (running) {
-        handles.push({ task: spec.task, node: spec.node, id: String(running.state.runnerPid ?? running.state.supervisorPid) });
+        handles.push({ task: spec.task, node: spec.node, id: String(running.state.runnerPid ?? running.state.supervisorPid), stateFile, logFile });
         continue;
       }
       await rm(stateFile, { force: true });
       const outputDir = resolve(this.opts.runsDir ?? 'runs', app.name, spec.runId, 'output');
-      const log = openSync(join(dir, `${base}.log`), 'a');
-      const child = spawn(process.execPath, ['--enable-source-maps', supervisor], {
-        detached: true,
-        stdio: ['ignore', log, log],
-        env: { ...process.env, ...runnerEnv(spec, app.dir, { outputDir }), JUPITER_SUPERVISE_STATE: stateFile },
-      });
-      closeSync(log);
-      child.unref();
-      handles.push({ task: spec.task, node: spec.node, id: String(child.pid) });
+      const pid = this.spawnSupervisor(logFile, { ...runnerEnv(spec, app.dir, { outputDir }), JUPITER_SUPERVISE_STATE: stateFile });
+      handles.push({ task: spec.task, node: spec.node, id: String(pid), stateFile, logFile });
     }
+    for (const [node, list] of hosted) await this.startHost(app, dir, node, list);
     // Report the runner pids once the supervisors have started them.
     // Generous: node start-up on a loaded machine takes seconds. On failure the caller tears down.
     const deadline = Date.now() + 30_000;
     for (const h of handles) {
-      const stateFile = join(dir, `${h.task}@${h.node}.json`);
       for (;;) {
-        const st = await readFile(stateFile, 'utf8').then((s) => JSON.parse(s) as RunnerState, () => undefined);
+        const st = await readJson<RunnerState>(h.stateFile);
         if (st?.runnerPid) {
           h.id = String(st.runnerPid);
+          // The task's own state file names its host's pids too (readers of the file alone see them).
+          if (h.hosted) writeJson(join(dir, `${h.task}@${h.node}.json`), { host: h.node, task: h.task, node: h.node, app: app.name, supervisorPid: st.supervisorPid, runnerPid: st.runnerPid, restarts: st.restarts, updatedAt: Date.now() });
           break;
         }
         if (Date.now() > deadline) {
-          const logFile = join(dir, `${h.task}@${h.node}.log`);
-          const tail = (await readFile(logFile, 'utf8').catch(() => '')).trim().split('\n').slice(-5).join('\n  ');
-          throw runtimeError(`runner ${h.task}@${h.node} of ${app.name} did not start within 30 s${tail ? `:\n  ${tail}` : ''}`, { file: logFile, hint: `jupiter teardown ${app.name}, then look at the log` });
+          const tail = (await readFile(h.logFile, 'utf8').catch(() => '')).trim().split('\n').slice(-5).join('\n  ');
+          throw runtimeError(`runner ${h.task}@${h.node} of ${app.name} did not start within 30 s${tail ? `:\n  ${tail}` : ''}`, { file: h.logFile, hint: `jupiter teardown ${app.name}, then look at the log` });
         }
         await sleep(25);
       }
     }
-    return handles;
+    return handles.map(({ task, node, id }) => ({ task, node, id }));
   }
 
   async list(app: string, cluster: ClusterConfig): Promise<RunnerHandle[]> {
@@ -132,8 +227,9 @@ export class ProcessRuntime implements Runtime {
   async teardown(app: string, cluster: ClusterConfig): Promise<TeardownReport> {
     const states = await this.readStates(app, cluster);
     const removed: string[] = [];
-    for (const { state } of states) {
-      if (isAlive(state.supervisorPid)) process.kill(state.supervisorPid, 'SIGTERM');
+    // Hosted tasks share their host's supervisor: each is signalled once.
+    for (const pid of new Set(states.map((s) => s.state.supervisorPid))) {
+      if (isAlive(pid)) process.kill(pid, 'SIGTERM');
     }
     const deadline = Date.now() + (this.opts.stopGraceSec ?? 20) * 1000;
     for (const { file, state } of states) {
@@ -148,8 +244,10 @@ export class ProcessRuntime implements Runtime {
         }
       }
       await rm(file, { force: true });
-      removed.push(`process runner ${state.task}@${state.node} (pid ${state.runnerPid ?? '-'}, supervisor ${state.supervisorPid})`);
+      removed.push(`process runner ${state.task}@${state.node} (pid ${state.runnerPid ?? '-'}, supervisor ${state.supervisorPid}${state.host !== undefined ? ', node host' : ''})`);
     }
+    const hostDir = join(appStateDir(cluster, app), 'hosts');
+    for (const f of (await readdir(hostDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'))) await rm(join(hostDir, f), { force: true });
     return { removed };
   }
 

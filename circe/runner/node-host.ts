@@ -1,0 +1,172 @@
+// A node host (process runtime): one Node process runs the task runners of all the Python tasks
+// of one app mapped to one node, instead of a process (and a supervisor) per task. What a
+// runner costs is mostly Node itself (~30 MB of heap, modules and code a process) and its Redis
+// connections; here they are paid once per node, and the tasks share two connections (each
+// BullMQ worker keeps its own blocking one). Failures stay per task: a Python task's code runs
+// in its own interpreter process (a crash there fails only that task's item, which is retried,
+// and the next item gets a fresh interpreter), a task that cannot start is retried on its own
+// with a growing delay while the others run, and each task keeps its own queue, log file and
+// readiness entry. JavaScript tasks run inside their runner, so they keep a process each.
+// The host's task list is a JSON file (HostFile) the runtime rewrites and signals with SIGHUP
+// when tasks come or go (the reconciler moving tasks between nodes).
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import type { AppSpec, TaskSpec } from '../../config/types.js';
+import { loadApp } from '../../config/app/load.js';
+import { prestartInvoker } from '../invoke/invoker.js';
+import { connectRedis } from '../queue/connection.js';
+import { appKeys } from '../queue/keys.js';
+import { withScripts } from '../queue/scripts.js';
+import { TaskRunner } from './task-runner.js';
+
+/** What the runtime tells a host (JUPITER_HOST_FILE). */
+export interface HostFile {
+  app: string;
+  appDir: string;
+  node: string;
+  redisUrl: string;
+  redisPrefix: string;
+  /** Folder of the per-task logs (`<task>@<node>.log`). */
+  logDir: string;
+  workDir?: string;
+  tasks: string[];
+}
+
+export function readHostFile(file: string): HostFile {
+  return JSON.parse(readFileSync(file, 'utf8')) as HostFile;
+}
+
+/**
+ * Where `python3` leads, asked once for all the host's workers: a version manager's shim (pyenv)
+ * is a shell script that costs more than the interpreter's own start, once per task otherwise.
+ */
+function resolvePython(log: (msg: string) => void): void {
+  if (process.env.JUPITER_PYTHON) return;
+  try {
+    const exe = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8', timeout: 10_000 }).trim();
+    if (exe) process.env.JUPITER_PYTHON = exe;
+  } catch (e) {
+    log(`cannot ask python3 where it lives (${(e as Error).message.split('\n')[0]}); each worker starts python3`);
+  }
+}
+
+interface Hosted {
+  task: TaskSpec;
+  fd: number;
+  log(msg: string): void;
+  runner?: TaskRunner;
+  starting?: Promise<void>;
+  retry?: NodeJS.Timeout;
+  failures: number;
+  stopped: boolean;
+}
+
+export class NodeHost {
+  private readonly hosted = new Map<string, Hosted>();
+  private readonly redis: Redis;
+  private readonly workerRedis: Redis;
+  private reconciling: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  private constructor(private readonly file: string, private readonly spec: HostFile, private readonly app: AppSpec, private readonly log: (msg: string) => void) {
+    const name = `jupiter:${spec.app}:host:${spec.node}`;
+    this.redis = withScripts(connectRedis(spec.redisUrl, { name }));
+    this.workerRedis = connectRedis(spec.redisUrl, { name: `${name}:worker` });
+  }
+
+  static async start(file: string, log: (msg: string) => void): Promise<NodeHost> {
+    resolvePython(log);
+    const spec = readHostFile(file);
+    const host = new NodeHost(file, spec, await loadApp(spec.appDir), log);
+    await host.reconcile();
+    return host;
+  }
+
+  get tasks(): string[] {
+    return [...this.hosted.keys()];
+  }
+
+  /** Start the tasks the host file lists and stop the ones it no longer lists (SIGHUP). */
+  reconcile(): Promise<void> {
+    this.reconciling = this.reconciling.then(async () => {
+      if (this.closed) return;
+      let wanted: string[];
+      try {
+        wanted = readHostFile(this.file).tasks;
+      } catch (e) {
+        this.log(`cannot read ${this.file}: ${(e as Error).message}; keeping the tasks as they are`);
+        return;
+      }
+      const gone = [...this.hosted.keys()].filter((t) => !wanted.includes(t));
+      await Promise.all(gone.map((t) => this.stopTask(t)));
+      const fresh: Hosted[] = [];
+      for (const name of wanted.filter((t) => !this.hosted.has(t))) {
+        const task = this.app.tasks.find((t) => t.name === name);
+        if (!task) {
+          this.log(`app ${this.app.name} has no task ${name}; not hosted`);
+          continue;
+        }
+        const fd = openSync(join(this.spec.logDir, `${name}@${this.spec.node}.log`), 'a');
+        const h: Hosted = { task, fd, failures: 0, stopped: false, log: (msg) => writeSync(fd, `${new Date().toISOString()} ${msg}\n`) };
+        this.hosted.set(name, h);
+        // Every interpreter boots at once, while the runners load and connect.
+        prestartInvoker(this.app, task, this.spec.node, { stderr: fd });
+        fresh.push(h);
+      }
+      // Not awaited past start-up attempts: a task that keeps failing retries on its own.
+      await Promise.all(fresh.map((h) => this.startTask(h)));
+      if (fresh.length > 0) this.log(`hosting ${this.hosted.size} task(s) of ${this.app.name} on ${this.spec.node}`);
+    });
+    return this.reconciling;
+  }
+
+  private startTask(h: Hosted): Promise<void> {
+    const where = `${this.app.name}/${h.task.name}@${this.spec.node}`;
+    h.starting = (async () => {
+      try {
+        const runner = await TaskRunner.start({
+          app: this.app, task: h.task, node: this.spec.node, redisUrl: this.spec.redisUrl, prefix: this.spec.redisPrefix,
+          workDir: this.spec.workDir ? join(this.spec.workDir, h.task.name) : undefined, log: h.log,
+          shared: { redis: this.redis, workerRedis: this.workerRedis }, taskStderr: h.fd,
+        });
+        if (h.stopped) {
+          await runner.close();
+          return;
+        }
+        h.runner = runner;
+        h.failures = 0;
+        await this.redis.hset(appKeys(this.spec.redisPrefix, this.app.name).ready, h.task.name, JSON.stringify({ node: this.spec.node, pid: process.pid, at: Date.now() })).catch(() => undefined);
+        h.log(`${where}: consuming queue ${h.task.name} in node host pid ${process.pid}${runner.invokerPid ? `, python worker pid ${runner.invokerPid}` : ''}`);
+      } catch (e) {
+        // Like the supervisor's restarts of a runner process, but for this task alone.
+        h.failures++;
+        const delay = Math.min(5000, 200 * 2 ** (h.failures - 1));
+        h.log(`${where}: cannot start (${(e as Error).message}); retry #${h.failures} in ${delay} ms`);
+        if (!h.stopped) h.retry = setTimeout(() => void this.startTask(h), delay);
+      }
+    })();
+    return h.starting;
+  }
+
+  private async stopTask(name: string): Promise<void> {
+    const h = this.hosted.get(name);
+    if (!h) return;
+    this.hosted.delete(name);
+    h.stopped = true;
+    clearTimeout(h.retry);
+    await h.starting;
+    await h.runner?.close().catch((e: Error) => h.log(`closing: ${e.message}`));
+    h.log(`${this.app.name}/${name}@${this.spec.node}: stopped`);
+    closeSync(h.fd);
+  }
+
+  /** Finish the items in hand of every task, then close the shared connections. */
+  async close(): Promise<void> {
+    await this.reconciling;
+    this.closed = true;
+    await Promise.all([...this.hosted.keys()].map((t) => this.stopTask(t)));
+    await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);
+  }
+}

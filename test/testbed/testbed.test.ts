@@ -150,20 +150,25 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
 
   it('the profiled bandwidth of every pair is within 15% of its shaped rate', async () => {
     const deadline = Date.now() + 90_000;
-    let snap: ProfileSnapshot | undefined;
-    // The bootstrap: 2 rounds of 4 sizes to every peer.
+    // The bootstrap: 2 rounds of 4 sizes to every peer; the steady probes then refine the fits, so
+    // a fit still off after the bootstrap gets until the deadline to settle.
+    let rows: Array<{ link: string; shapedMbit: number; profiledMbit: number; error: number }> = [];
     for (;;) {
       const r = await box!.ok(['profile', '--json'], { env });
-      snap = (JSON.parse(r.stdout) as { snapshot: ProfileSnapshot }).snapshot;
-      if (snap.links.length === HOSTS.length * (HOSTS.length - 1) && snap.links.every((l) => l.samples >= 8)) break;
-      if (Date.now() > deadline) throw new Error(`no full bootstrap profile after 90 s: ${snap.links.length} links`);
+      const snap = (JSON.parse(r.stdout) as { snapshot: ProfileSnapshot }).snapshot;
+      const complete = snap.links.length === HOSTS.length * (HOSTS.length - 1) && snap.links.every((l) => l.samples >= 8);
+      rows = snap.links.map((l) => {
+        const shaped = shapedMbit(l.from, l.to);
+        const got = (l.bandwidthBytesPerSec * 8) / 1e6;
+        return { link: `${l.from}->${l.to}`, shapedMbit: shaped, profiledMbit: +got.toFixed(2), error: +(got / shaped - 1).toFixed(3) };
+      });
+      if (complete && rows.every((row) => Math.abs(row.error) < 0.15)) break;
+      if (Date.now() > deadline) {
+        if (!complete) throw new Error(`no full bootstrap profile after 90 s: ${snap.links.length} links`);
+        break;
+      }
       await sleep(1000);
     }
-    const rows = snap.links.map((l) => {
-      const shaped = shapedMbit(l.from, l.to);
-      const got = (l.bandwidthBytesPerSec * 8) / 1e6;
-      return { link: `${l.from}->${l.to}`, shapedMbit: shaped, profiledMbit: +got.toFixed(2), error: +(got / shaped - 1).toFixed(3) };
-    });
     console.table(rows);
     for (const r of rows) expect(Math.abs(r.error), `${r.link}: ${r.profiledMbit} vs ${r.shapedMbit} Mbit/s`).to.be.below(0.15);
   });

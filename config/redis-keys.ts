@@ -8,6 +8,7 @@
 //   P link:<from>:<to>:samples         list   capped probe samples (JSON {bytes, seconds, at})
 //   P link:<from>:<to>:fit             string LinkProfile JSON
 //   P link:<from>:<to>:loss            list   capped echo-probe rounds (JSON {sent, lost, at}), newest first
+//   P pair:<a>:<b>:probing             string owner of the probe running between a and b (a < b); PX
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
 //   P app:<app>:...                    everything of one deployed app (queues, joins, blobs, records, events)
 //   P wave:<app>:...                   distributed WAVE messages of one mapping run
@@ -30,6 +31,8 @@ export interface Keys {
   linkFit(from: string, to: string): string;
   /** Loss-probe rounds of a directed link (profilers/faults). */
   linkLoss(from: string, to: string): string;
+  /** Held while a bandwidth probe runs between two hosts, in either direction (profilers/network). */
+  pairProbe(a: string, b: string): string;
   exec(app: string, node: string, task: string): string;
   /** Prefix of every key of one app (for teardown: SCAN `${app(app)}*`). */
   app(app: string): string;
@@ -60,6 +63,7 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     linkSamples: (f, t) => `${p}link:${f}:${t}:samples`,
     linkFit: (f, t) => `${p}link:${f}:${t}:fit`,
     linkLoss: (f, t) => `${p}link:${f}:${t}:loss`,
+    pairProbe: (a, b) => (a < b ? `${p}pair:${a}:${b}:probing` : `${p}pair:${b}:${a}:probing`),
     exec: (a, n, t) => `${p}exec:${a}:${n}:${t}`,
     app: (a) => `${p}app:${a}:`,
     queuePrefix: (a) => `${p}app:${a}:q`,

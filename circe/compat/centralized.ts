@@ -12,8 +12,8 @@
 // NODE_NAME) and run with /centralized_scheduler as working directory, their module imported
 // from there (so `__file__` is /centralized_scheduler/<task>.py, as in the original).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { inputError } from '../../config/errors.js';
 import { HOME, type AppSpec, type TaskSpec } from '../../config/types.js';
 
@@ -125,7 +125,11 @@ export function centralizedLaunch(app: AppSpec, task: TaskSpec, node: string, wo
     return { scriptsDir: CENTRALIZED, env, wrap: (cmd, args) => ({ cmd, args }), cleanup: () => undefined };
   }
   ensureCentralizedMountPoint(app);
-  const copy = join(workRoot, 'jupiter-cs', `${app.name}-${task.name}-${process.pid}`);
+  // A fresh owner-only folder (mkdtemp: 0700, unguessable) holds the copy: the work root may be
+  // world-writable (/dev/shm, /tmp), and root runs what is bound here.
+  mkdirSync(workRoot, { recursive: true });
+  const own = mkdtempSync(join(workRoot, `jupiter-cs-${app.name}-${task.name}-`));
+  const copy = join(own, 'scripts');
   stageScripts(app, copy);
   return {
     scriptsDir: CENTRALIZED,
@@ -135,13 +139,6 @@ export function centralizedLaunch(app: AppSpec, task: TaskSpec, node: string, wo
       cmd: 'unshare',
       args: ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', `mount --bind "$0" ${CENTRALIZED} && exec "$@"`, copy, cmd, ...args],
     }),
-    cleanup: () => {
-      rmSync(copy, { recursive: true, force: true });
-      try {
-        rmdirSync(dirname(copy)); // the shared parent, once the last copy is gone
-      } catch {
-        // another runner's copy is still there
-      }
-    },
+    cleanup: () => rmSync(own, { recursive: true, force: true }),
   };
 }

@@ -18,3 +18,23 @@ export function isAlive(pid: number | null | undefined): boolean {
     return process.platform !== 'linux'; // no /proc elsewhere: kill(0) said it exists
   }
 }
+
+/**
+ * SIGTERM, then SIGKILL after graceMs if it still runs; true if it was running. A process that
+ * exits between the check and the signal (ESRCH) is simply gone.
+ */
+export async function stopPid(pid: number, graceMs = 3000): Promise<boolean> {
+  if (!isAlive(pid)) return false;
+  const signal = (s: NodeJS.Signals): void => {
+    try {
+      process.kill(pid, s);
+    } catch {
+      // gone already
+    }
+  };
+  signal('SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (isAlive(pid)) signal('SIGKILL');
+  return true;
+}

@@ -60,7 +60,8 @@ async function readJson<T>(file: string): Promise<T | undefined> {
 
 /** Whole or not at all: a host reading its task list never sees half a file. */
 function writeJson(file: string, value: unknown): void {
-  writeFileSync(`${file}.tmp`, JSON.stringify(value));
+  // Owner-only: a host's task list carries the Redis URL, password included.
+  writeFileSync(`${file}.tmp`, JSON.stringify(value), { mode: 0o600 });
   renameSync(`${file}.tmp`, file);
 }
 

@@ -70,21 +70,31 @@ export class AdaptLoop {
     const snapshot = await readProfiles(this.redis, { prefix });
     if (snapshot.nodes.length === 0) return;
     for (const name of await deployedApps(this.redis, prefix)) {
-      const current = await readMapping(this.redis, prefix, name);
-      const dep = await readDeployment(this.redis, prefix, name);
-      if (!current || !dep) continue;
-      const app = await loadApp(dep.appDir);
-      const records = await readExecRecords(this.redis, name, { prefix });
-      const plan = planRemap({ app, snapshot, records, current, mapper: mappers[current.mapper] ? current.mapper : 'heft' });
-      if (plan.lostNodes.length > 0) continue; // the reconciler's job
-      const now = Date.now();
-      const { verdict, state } = decide(this.settings, this.states.get(name) ?? {}, plan, now);
-      this.states.set(name, state);
-      if (!verdict.act) continue;
-      const ev = remapEvent(plan, 'suggest', 'gain', now);
-      await recordRemap(this.redis, redisKeys(prefix), ev);
-      this.events.push(ev);
-      this.log(`adapt: ${name}: ${verdict.why}; suggested ${plan.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}${this.settings.mode === 'auto' ? ' (auto: moving live is not built yet)' : ''}`);
+      // One app that cannot be checked (its folder gone, say) must not stop the others'.
+      try {
+        await this.checkApp(name, snapshot);
+      } catch (e) {
+        this.log(`adapt: ${name}: not checked: ${(e as Error).message.split('\n')[0]}`);
+      }
     }
+  }
+
+  private async checkApp(name: string, snapshot: Awaited<ReturnType<typeof readProfiles>>): Promise<void> {
+    const prefix = this.opts.cluster.redisPrefix;
+    const current = await readMapping(this.redis, prefix, name);
+    const dep = await readDeployment(this.redis, prefix, name);
+    if (!current || !dep) return;
+    const app = await loadApp(dep.appDir);
+    const records = await readExecRecords(this.redis, name, { prefix });
+    const plan = planRemap({ app, snapshot, records, current, mapper: mappers[current.mapper] ? current.mapper : 'heft' });
+    if (plan.lostNodes.length > 0) return; // the reconciler's job
+    const now = Date.now();
+    const { verdict, state } = decide(this.settings, this.states.get(name) ?? {}, plan, now);
+    this.states.set(name, state);
+    if (!verdict.act) return;
+    const ev = remapEvent(plan, 'suggest', 'gain', now);
+    await recordRemap(this.redis, redisKeys(prefix), ev);
+    this.events.push(ev);
+    this.log(`adapt: ${name}: ${verdict.why}; suggested ${plan.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}${this.settings.mode === 'auto' ? ' (auto: moving live is not built yet)' : ''}`);
   }
 }

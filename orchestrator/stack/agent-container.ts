@@ -49,6 +49,8 @@ export function agentProfilerArgs(cluster: ClusterConfig): string[] {
     ...(p.bootstrapRounds !== undefined ? ['--bootstrap-rounds', String(p.bootstrapRounds)] : []),
     ...(p.refreshSec !== undefined ? ['--refresh', String(p.refreshSec)] : []),
     ...(p.probeTimeoutSec !== undefined ? ['--probe-timeout', String(p.probeTimeoutSec)] : []),
+    // A container agent has no configuration file to read the budget from.
+    ...(p.probeBudget !== undefined ? ['--probe-budget', String(p.probeBudget)] : []),
   ];
 }
 

@@ -11,7 +11,7 @@ import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import { freePort } from './free-port.js';
 import { RedisServer, waitForRedis } from './redis-server.js';
-import { isAlive, readStackState, stateDir, writeStackState, type StackState } from './state.js';
+import { isAlive, stopPid, readStackState, stateDir, writeStackState, type StackState } from './state.js';
 import { spawnDetached } from './detached.js';
 import { agentNodes, ensureNodeAgents, removeNodeAgents, type NodeAgentResult } from './node-agents.js';
 import { agentProfilerArgs } from './agent-container.js';
@@ -184,18 +184,6 @@ export async function teardownAll(cluster: ClusterConfig, redisUrl: string): Pro
     redis.disconnect();
   }
   return { lines, unreached };
-}
-
-async function stopPid(pid: number, graceMs = 3000): Promise<void> {
-  if (!isAlive(pid)) return;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const deadline = Date.now() + graceMs;
-  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
 }
 
 /** Tear down what is still deployed, then stop every private service; returns what was done, a line each. */

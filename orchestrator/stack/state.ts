@@ -39,4 +39,4 @@ export function writeStackState(dir: string, state: StackState): void {
   renameSync(`${file}.tmp`, file);
 }
 
-export { isAlive } from '../../circe/runtime/pid.js';
+export { isAlive, stopPid } from '../../circe/runtime/pid.js';

@@ -6,21 +6,12 @@ import { existsSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
-import { isAlive } from '../stack/state.js';
+import { isAlive, stopPid } from '../stack/state.js';
 import { removeNetwork } from './netns.js';
 import { removeFaultChain } from './faults.js';
 import { removeCgroup, stopEngine } from './engines.js';
 import { PREFIX } from './plan.js';
 import { STATE_FILE, requireTestbedState } from './state.js';
-
-async function stopPid(pid: number, graceMs: number): Promise<boolean> {
-  if (!isAlive(pid)) return false;
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-  return true;
-}
 
 /** Everything `down` removed, a line each. */
 export async function testbedDown(dir: string, progress: Progress): Promise<string[]> {

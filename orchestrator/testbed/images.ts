@@ -11,6 +11,7 @@ import { ensureAgentImage } from '../stack/agent-image.js';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import type { TestbedState } from './state.js';
+import { forEachLimited } from './pool.js';
 
 const LOADS_AT_ONCE = 4;
 
@@ -36,16 +37,12 @@ export async function seedAgentImages(state: TestbedState, cluster: ClusterConfi
     await withStep(progress, `Copying ${names.length} images to ${rest.length} engines`, async (step) => {
       await pipeline(await (source as unknown as SaveImages).getImages({ names }), createWriteStream(file, { mode: 0o600 }));
       let done = 0;
-      const queue = [...rest];
-      const worker = async () => {
-        for (let h = queue.shift(); h; h = queue.shift()) {
-          const docker = new Docker({ socketPath: h.engine!.socket });
-          const out = (await docker.loadImage(createReadStream(file), { quiet: true })) as NodeJS.ReadableStream;
-          await new Promise<void>((resolve, reject) => docker.modem.followProgress(out, (err) => (err ? reject(err) : resolve())));
-          step.update(`${++done}/${rest.length}`);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(LOADS_AT_ONCE, rest.length) }, worker));
+      await forEachLimited(rest, LOADS_AT_ONCE, async (h) => {
+        const docker = new Docker({ socketPath: h.engine!.socket });
+        const out = (await docker.loadImage(createReadStream(file), { quiet: true })) as NodeJS.ReadableStream;
+        await new Promise<void>((resolve, reject) => docker.modem.followProgress(out, (err) => (err ? reject(err) : resolve())));
+        step.update(`${++done}/${rest.length}`);
+      });
     });
   } finally {
     rmSync(file, { force: true });

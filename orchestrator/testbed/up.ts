@@ -3,14 +3,13 @@
 // bring the stack up through the same path a real cluster uses (`stack up`: hub, and the node
 // agents as containers on each host's engine), and wait for every agent's heartbeat.
 // Any failure tears down what was made (down.ts) and rethrows.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { inputError, runtimeError } from '../../config/errors.js';
 import type { Topology } from '../../config/testbed/topology.js';
 import { loadClusterConfig } from '../../config/cluster/load.js';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
-import { isAlive } from '../stack/state.js';
 import { planTestbed } from './plan.js';
 import { checkTestbedHost } from './preflight.js';
 import { createBridge, createHostNetwork } from './netns.js';
@@ -22,6 +21,7 @@ import { writeClusterConfig } from './cluster-config.js';
 import { seedAgentImages } from './images.js';
 import { readTestbedState, writeTestbedState, type TestbedState } from './state.js';
 import { testbedDown } from './down.js';
+import { forEachLimited } from './pool.js';
 
 const ENGINES_AT_ONCE = 4;
 export const CONFIG_NAME = 'jupiter.config.json';
@@ -77,15 +77,11 @@ export async function testbedUp(topo: Topology, dir: string, progress: Progress,
     const hosts = state.hosts.slice(1);
     await withStep(progress, `Starting ${hosts.length} Docker engines (one per host, in its namespace)`, async (step) => {
       let done = 0;
-      const queue = [...hosts];
-      const worker = async () => {
-        for (let h = queue.shift(); h; h = queue.shift()) {
-          h.engine = await startEngine(state, h, join(dir, 'logs'));
-          save();
-          step.update(`${++done}/${hosts.length}`);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(ENGINES_AT_ONCE, hosts.length) }, worker));
+      await forEachLimited(hosts, ENGINES_AT_ONCE, async (h) => {
+        h.engine = await startEngine(state, h, join(dir, 'logs'));
+        save();
+        step.update(`${++done}/${hosts.length}`);
+      });
     });
     timings.enginesMs = Date.now() - t0 - timings.networkMs;
     writeClusterConfig(state);
@@ -109,12 +105,9 @@ export async function testbedUp(topo: Topology, dir: string, progress: Progress,
     return { state, timings };
   } catch (e) {
     progress.info('testbed up failed: removing what was made');
-    await testbedDown(dir, progress).catch(() => undefined);
+    await testbedDown(dir, progress).catch((down: Error) => {
+      progress.info(`testbed up: removing it failed too (${down.message}); run \`jupiter testbed down --dir ${dir}\` again`);
+    });
     throw e;
   }
-}
-
-/** Whether each part of a testbed still runs (for `status`). */
-export function engineAlive(state: TestbedState): Record<string, boolean> {
-  return Object.fromEntries(state.hosts.map((h) => [h.name, h.name === 'home' ? isAlive(state.redis?.pid) : isAlive(h.engine?.pid) && existsSync(h.engine!.socket)]));
 }

@@ -7,13 +7,16 @@
 // the link's capacity) and restricted to the sizes the budget affords at that pace. The fit uses
 // the samples of the link's current regime only (window.ts): when a change is detected the list
 // is cut at the change (so restarts and other readers agree) and the link is re-probed at once.
-// Probes of one agent run one at a time, so an agent never competes with itself for its link.
+// Probes of one agent run one at a time, so an agent never competes with itself for its link, and
+// a pair of hosts probes one direction at a time (pair-lock.ts): a peer busy probing us is skipped
+// for a moment and another peer probed meanwhile.
 import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { LinkProfile } from '../../config/types.js';
 import type { AgentRegistration } from '../agent/registry.js';
 import { affordableSizes, budgetCapacity, budgetPauseMs, DEFAULT_PROBE_BUDGET } from './budget.js';
 import { fitLink, type LinkSample } from './fit.js';
+import { lockPair, unlockPair } from './pair-lock.js';
 import { probe } from './probe-client.js';
 import { DEFAULT_MAX_AGE_MS, linkWindow } from './window.js';
 
@@ -66,6 +69,8 @@ interface Peer {
   capacity?: number;
   /** Fitted bandwidth last published. */
   fitBandwidth?: number;
+  /** The peer was probing us: not before this time (ms since epoch). */
+  heldUntil: number;
 }
 
 /** Steady-state probe traffic to one peer (for tests and the bench: the budget in use). */
@@ -80,6 +85,14 @@ export interface SteadyTraffic {
 }
 
 const MAX_RETRIES = 5;
+/** How long a peer whose pair lock was taken is skipped before asking again. */
+const HELD_RETRY_MS = 50;
+/**
+ * After a probe, the same pair is not taken again for this long: a peer waiting for the lock
+ * (asking every HELD_RETRY_MS) gets its turn, so a side retrying a failed probe cannot starve the
+ * other (a cut link must be seen from both ends within a probe timeout or two).
+ */
+const PAIR_GAP_MS = 150;
 
 type Log = (line: string) => void;
 
@@ -128,7 +141,7 @@ export class NetworkProfiler {
         known.reg = reg;
         continue;
       }
-      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0 });
+      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0 });
       this.log(`peer ${reg.node} at ${reg.host}:${reg.port}: bootstrap probing`);
     }
     for (const name of [...this.peers.keys()]) if (!live.has(name)) this.peers.delete(name);
@@ -154,12 +167,28 @@ export class NetworkProfiler {
     if (due) this.wake?.();
   }
 
-  /** Round-robin over peers with pending probes, so every peer gets its first fit early. */
-  private next(): { peer: Peer; job: Job } | undefined {
-    const list = [...this.peers.values()].filter((p) => p.pending.length > 0);
-    if (list.length === 0) return undefined;
+  /**
+   * Round-robin over peers with pending probes, so every peer gets its first fit early. With
+   * none ready but some held by their pair lock: the time to ask again.
+   */
+  private next(): { peer: Peer; job: Job } | { retryAt: number } | undefined {
+    const now = Date.now();
+    const waiting = [...this.peers.values()].filter((p) => p.pending.length > 0);
+    const list = waiting.filter((p) => p.heldUntil <= now);
+    if (list.length === 0) return waiting.length ? { retryAt: Math.min(...waiting.map((p) => p.heldUntil)) } : undefined;
     const peer = list[this.turn++ % list.length]!;
     return { peer, job: peer.pending.shift()! };
+  }
+
+  /** Sleep until woken (new peers, a due refresh) or, if given, until `at`. */
+  private async idle(at?: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.wake = resolve;
+      if (at !== undefined) timer = setTimeout(resolve, Math.max(0, at - Date.now()));
+    });
+    clearTimeout(timer);
+    this.wake = undefined;
   }
 
   /** After a probe: the budget decides when the next steady probe to that peer may start. */
@@ -177,6 +206,17 @@ export class NetworkProfiler {
     this.stats.steady.set(peer.reg.node, t);
   }
 
+  /**
+   * How long the pair lock may stand for a probe: three times its expected transfer (at least a
+   * second), else the probe timeout. A probe stalled by a cut link then blocks the peer's probes
+   * for about a second, not a whole timeout, so the cut is seen from both ends quickly.
+   */
+  private lockTtlMs(peer: Peer, bytes: number): number {
+    const ceiling = this.opts.timeoutMs + 1000;
+    const rate = peer.fitBandwidth ?? peer.capacity;
+    return rate ? Math.min(ceiling, Math.max(1000, (3000 * bytes) / rate)) : ceiling;
+  }
+
   /** A change was detected: probe the sizes the new regime can carry quickly, largest first. */
   private reprobe(peer: Peer, sample: LinkSample): void {
     const rate = sample.bytes / sample.seconds;
@@ -188,22 +228,32 @@ export class NetworkProfiler {
   private async run(): Promise<void> {
     while (this.running) {
       const job = this.next();
-      if (!job) {
-        await new Promise<void>((resolve) => (this.wake = resolve));
-        this.wake = undefined;
+      if (!job || 'retryAt' in job) {
+        await this.idle(job?.retryAt);
         continue;
       }
       const { peer } = job;
       const { reg } = peer;
       const { bytes } = job.job;
+      const pairKey = this.keys.pairProbe(this.node, reg.node);
+      const owner = `${this.node}:${process.pid}`;
+      if (!(await lockPair(this.redis, pairKey, owner, this.lockTtlMs(peer, bytes)))) {
+        peer.pending.unshift(job.job);
+        peer.heldUntil = Date.now() + HELD_RETRY_MS;
+        continue;
+      }
       const start = Date.now();
       try {
-        const seconds = await probe(reg.host, reg.port, bytes, this.opts.timeoutMs, this.abort.signal);
+        const seconds = await probe(reg.host, reg.port, bytes, this.opts.timeoutMs, this.abort.signal).finally(async () => {
+          await unlockPair(this.redis, pairKey, owner);
+          peer.heldUntil = Date.now() + PAIR_GAP_MS;
+        });
         this.stats.probes++;
         this.stats.bytes += bytes;
         if (!this.running) break;
         this.pace(peer, job.job, seconds, start);
-        await this.record(peer, { bytes, seconds, at: Date.now() });
+        // Stamped with the probe's end, which lies inside the pair's lock.
+        await this.record(peer, { bytes, seconds, at: start + Math.round(seconds * 1000) });
       } catch (e) {
         this.stats.failures++;
         if (this.running && this.peers.has(reg.node)) {

@@ -47,7 +47,10 @@ export function groupByJob(files: string[]): Array<{ job: string; files: string[
     const j = jobPrefix(basename(f));
     const list = jobs.get(j);
     if (list) {
-      if (!list.some((x) => basename(x) === basename(f))) list.push(f);
+      const same = list.find((x) => basename(x) === basename(f));
+      // Both would land on one name in the task's pathin: one of them would be lost unseen.
+      if (same) throw inputError(`${same} and ${f} have the same name ${basename(f)}: a job's files need distinct names`, { hint: 'rename one of them, or submit them as separate calls' });
+      list.push(f);
     } else {
       jobs.set(j, [f]);
     }

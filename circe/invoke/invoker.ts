@@ -62,6 +62,16 @@ export function prestartInvoker(app: AppSpec, task: TaskSpec, node: string, opts
   prestarted.set(task.name, { worker, launch, started: worker.start() });
 }
 
+/** Close a prestarted interpreter nobody took over (its task left before its runner started). */
+export async function discardPrestarted(taskName: string): Promise<void> {
+  const pre = prestarted.get(taskName);
+  if (!pre) return;
+  prestarted.delete(taskName);
+  await pre.started.catch(() => undefined);
+  await pre.worker.close().catch(() => undefined);
+  pre.launch?.cleanup();
+}
+
 async function startPython(app: AppSpec, task: TaskSpec, node: string, opts: InvokerOptions): Promise<{ worker: PythonWorker; launch?: Launch }> {
   const pre = prestarted.get(task.name);
   prestarted.delete(task.name);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { AppSpec, TaskSpec } from '../../config/types.js';
 import { loadApp } from '../../config/app/load.js';
-import { prestartInvoker } from '../invoke/invoker.js';
+import { discardPrestarted, prestartInvoker } from '../invoke/invoker.js';
 import { connectRedis } from '../queue/connection.js';
 import { appKeys } from '../queue/keys.js';
 import { withScripts } from '../queue/scripts.js';
@@ -158,6 +158,8 @@ export class NodeHost {
     clearTimeout(h.retry);
     await h.starting;
     await h.runner?.close().catch((e: Error) => h.log(`closing: ${e.message}`));
+    // A runner that never started left its interpreter unclaimed.
+    await discardPrestarted(name);
     h.log(`${this.app.name}/${name}@${this.spec.node}: stopped`);
     closeSync(h.fd);
   }

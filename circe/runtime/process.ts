@@ -19,7 +19,7 @@ import { inputError, runtimeError } from '../../config/errors.js';
 import { runnerEnv } from '../runner/env.js';
 import type { HostFile } from '../runner/node-host.js';
 import { CENTRALIZED, ensureCentralizedMountPoint, usesCentralized } from '../compat/centralized.js';
-import { isAlive } from './pid.js';
+import { isAlive, stopPid } from './pid.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
 
 interface RunnerState {
@@ -112,6 +112,9 @@ export class ProcessRuntime implements Runtime {
     if (!spec) return;
     spec.tasks = spec.tasks.filter((t) => t !== task);
     if (spec.tasks.length === 0) {
+      // The empty list marks the host as stopping: a task placed here again meanwhile waits for
+      // it to be gone and starts a new one (startHost) rather than joining a host on its way out.
+      writeJson(p.spec, spec);
       if (isAlive(st?.supervisorPid)) process.kill(st!.supervisorPid, 'SIGTERM');
     } else {
       writeJson(p.spec, spec);
@@ -127,8 +130,12 @@ export class ProcessRuntime implements Runtime {
     const p = hostPaths(dir, node);
     await mkdir(dirname(p.spec), { recursive: true });
     const st = await readJson<RunnerState>(p.state);
-    const running = isAlive(st?.supervisorPid);
+    let running = isAlive(st?.supervisorPid);
     const before = running ? (await readJson<HostFile>(p.spec))?.tasks ?? [] : [];
+    if (running && before.length === 0) {
+      await stopPid(st!.supervisorPid, 20_000);
+      running = false;
+    }
     const tasks = [...new Set([...before, ...specs.map((s) => s.task)])];
     const first = specs[0]!;
     const spec: HostFile = { app: app.name, appDir: app.dir, node, redisUrl: first.redisUrl, redisPrefix: first.redisPrefix, logDir: dir, tasks };

@@ -76,7 +76,14 @@ export class RedisServer {
         file: join(this.opts.dir, 'redis.log'),
       })));
     });
-    await Promise.race([waitForRedis(this.url, timeoutMs), failed]);
+    try {
+      await Promise.race([waitForRedis(this.url, timeoutMs), failed]);
+    } catch (e) {
+      // Never leave a server behind that nobody knows of (a detached one outlives us).
+      failed.catch(() => undefined);
+      await this.stop(1000);
+      throw e;
+    }
     child.removeAllListeners('exit');
     if (this.opts.detached) child.unref();
     return this;

@@ -9,7 +9,7 @@ import { withStep } from '../progress.js';
 import { isAlive, stopPid } from '../stack/state.js';
 import { removeNetwork } from './netns.js';
 import { removeFaultChain } from './faults.js';
-import { removeCgroup, stopEngine } from './engines.js';
+import { cgroupDirs, removeCgroup, stopEngine } from './engines.js';
 import { PREFIX } from './plan.js';
 import { STATE_FILE, requireTestbedState } from './state.js';
 
@@ -60,7 +60,11 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
     }
   }
   // cgroups left by an engine that died before its stop.
-  for (const h of state.hosts) if (removeCgroup(`${tag}-${h.name}`)) out.push(`removed cgroup ${tag}-${h.name}`);
+  for (const h of state.hosts) {
+    const name = `${tag}-${h.name}`;
+    if (removeCgroup(name)) out.push(`removed cgroup ${name}`);
+    else if (cgroupDirs(name).length > 0) out.push(`could NOT remove cgroup ${name} (still busy): rmdir it once its processes are gone`);
+  }
   for (const f of [state.configFile, join(dir, 'stack'), join(dir, 'logs'), join(dir, STATE_FILE)]) rmSync(f, { recursive: true, force: true });
   if (existsSync(dir) && readdirSync(dir).length === 0) rmdirSync(dir);
   out.push(`removed the testbed's files in ${dir}`);

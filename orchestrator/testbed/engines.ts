@@ -59,11 +59,11 @@ function removeCgroupTree(dir: string): boolean {
   }
 }
 
-/** Remove a cgroup of ours from every controller; true when one was there. */
+/** Remove a cgroup of ours from every controller; true when one was there and is gone. */
 export function removeCgroup(name: string): boolean {
   const dirs = cgroupDirs(name);
-  for (const d of dirs) removeCgroupTree(d);
-  return dirs.length > 0;
+  const removed = dirs.map((d) => removeCgroupTree(d));
+  return dirs.length > 0 && removed.every(Boolean);
 }
 
 /** Every controller folder (v1) or the unified tree (v2) that holds a cgroup of that name. */

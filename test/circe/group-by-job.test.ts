@@ -12,7 +12,7 @@ describe('groupByJob (the home source and submit)', () => {
       { job: '2botnet', files: ['/in/2botnet.ipsum'] },
     ]);
   });
-  it('keeps one file per name in a job (the same name twice would overwrite itself in pathin)', () => {
-    expect(groupByJob(['/a/1_x.txt', '/b/1_x.txt'])).to.deep.equal([{ job: '1', files: ['/a/1_x.txt'] }]);
+  it('refuses two files of one name (they would overwrite each other in pathin), naming both', () => {
+    expect(() => groupByJob(['/a/1_x.txt', '/b/1_x.txt'])).to.throw(/\/a\/1_x\.txt and \/b\/1_x\.txt have the same name 1_x\.txt/);
   });
 });

@@ -228,7 +228,8 @@ describe('node agents: container options and configuration checks (no engine nee
     const c = await cluster('redis://:pw@10.0.0.1:6379', 'tcp://10.0.0.2:2375');
     const stack = stackId(c, c.redisUrl!);
     const o = agentContainerOptions({ node: c.nodes[0]!, image: 'jupiter/agent:x', cluster: c, redisUrl: c.redisUrl!, stack });
-    expect(o.Cmd).to.deep.equal(['agent', '--node', 'edge1', '--listen', '10.0.0.2:0', '--prefix', 'jupiter:']);
+    // The probe budget travels as a flag: a container agent has no configuration file to read it from.
+    expect(o.Cmd).to.deep.equal(['agent', '--node', 'edge1', '--listen', '10.0.0.2:0', '--prefix', 'jupiter:', '--probe-budget', '0.02']);
     expect(JSON.stringify(o.Cmd)).to.not.include('pw');
     expect(o.Env).to.include('JUPITER_REDIS_URL=redis://:pw@10.0.0.1:6379');
     expect(o.Labels).to.include({ 'jupiter.role': 'agent', 'jupiter.node': 'edge1', 'jupiter.stack': stack });

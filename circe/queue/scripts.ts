@@ -162,8 +162,7 @@ const COMMIT = FINISH_FN + `
 --   prefix, 8 app, then per item: start, finish, files, delivery id, outbox JSON, enter, n events,
 --   events..., n releases, (blob, holder)..., n outputs, per output: blob id, bytes, n,
 --   (id, receiver)...
--- Returns the makespan per item (-1 while the item still has deliveries in flight; -2 for a
--- duplicate run, whose outputs the caller must not send).
+-- Returns the makespan per item (-1 while the item still has deliveries in flight).
 local t, pre, qpre = ARGV[2], ARGV[6], ARGV[7]
 local res = {}
 local i = 9
@@ -208,7 +207,6 @@ for e = 0, (#KEYS - 3) / 5 - 1 do
   end
   for _, r in ipairs(releases) do release(pre, r[1], r[2]) end
   res[e + 1] = finish_item(pending, item, KEYS[1], KEYS[3], jobId, ARGV[5], qpre .. t, ARGV[4], ARGV[8])
-  if dup then res[e + 1] = -2 end
 end
 return res
 `;

@@ -20,11 +20,8 @@ export type Arrival =
   | { kind: 'dup'; outbox: string }
   /** A join input, stored until the item's other inputs are here. */
   | { kind: 'wait' }
-  /**
-   * Run now on these inputs. `unchecked`: run without a look at the done marker (an inline first
-   * copy), so the commit may find the task already done for the item.
-   */
-  | { kind: 'run'; pairs: Array<{ inp: StoredInput; bytes: Buffer }>; unchecked?: boolean };
+  /** Run now on these inputs. */
+  | { kind: 'run'; pairs: Array<{ inp: StoredInput; bytes: Buffer }> };
 
 export async function arriveGroup(redis: ScriptedRedis, k: AppKeys, task: TaskSpec, group: InHand[], node: string): Promise<Arrival[]> {
   const T = task.name;

@@ -13,7 +13,7 @@ import type { InHand } from './arrive.js';
 
 /** What a delivery leaves to the commit group: its run's results, or only its finish. */
 export type Settle =
-  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean; unchecked?: boolean })
+  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean })
   | (InHand & { kind: 'dup'; outbox: QueuedJob[] })
   | (InHand & { kind: 'wait' });
 
@@ -26,9 +26,6 @@ export interface CommitContext {
   node: string;
   event(type: TaskEvent['type'], item: string, ts: number, extra?: Partial<TaskEvent>): TaskEvent;
 }
-
-/** COMMIT's answer for a run the task had already committed for its item: nothing of it was stored. */
-const DUPLICATE_RUN = -2;
 
 /** Commit a group; returns each item's makespan (-1 while the item is still in flight). */
 export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<number[]> {
@@ -71,24 +68,12 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   // Input bytes of each run beside its runtimes, for the online execution models
   // (orchestrator/adapt); queued last so the replies above keep their positions.
   for (const r of runs) pipe.hset(k.rt(r.d.item), `${T}|in`, r.inputs.reduce((a, inp) => a + (inp.size ?? 0), 0));
-  let out: unknown[];
-  if (!runs.some((r) => r.unchecked)) {
-    // The usual case: the adds go right behind the commit on the same connection.
-    [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
-  } else {
-    // A run that skipped the marker look-up may turn out a duplicate, whose outputs COMMIT did
-    // not store: only what was committed may leave (one round trip more, for such groups only).
-    out = await execOrThrow(pipe);
-    const result = runs.length > 0 ? (out[0] as number[]) : [];
-    const dropped = new Set(runs.filter((_, i) => Number(result[i]) === DUPLICATE_RUN).flatMap((x) => x.jobs));
-    const kept = adds.filter((j) => !dropped.has(j));
-    if (kept.length > 0) await ctx.queues.enqueue(kept);
-  }
+  const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
   let at = 0;
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];
   let r = 0;
   return group.map((s) => {
-    if (s.kind === 'run') return Math.max(-1, Number(committed[r++]));
+    if (s.kind === 'run') return Number(committed[r++]);
     at += s.kind === 'dup' ? 3 : 2;
     return Number(out[at - 1]);
   });

@@ -284,7 +284,7 @@ export class TaskRunner {
       } else {
         // The commit is already under way; the slot was emptied meanwhile. (An item that
         // finishes here gets its item-done event from the commit script itself.)
-        await this.runInSlot(h, arrival.pairs, arrival.unchecked === true);
+        await this.runInSlot(h, arrival.pairs);
         return;
       }
       await this.settles.push(settle);
@@ -303,7 +303,7 @@ export class TaskRunner {
     const { d } = h;
     if (this.opts.task.numInputs !== 1 || d.inline === undefined || d.resent || d.tries || h.job.attemptsStarted > 1) return undefined;
     const inp: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at: h.at, size: d.size };
-    return { kind: 'run', pairs: [{ inp, bytes: Buffer.from(d.inline, 'base64') }], unchecked: true };
+    return { kind: 'run', pairs: [{ inp, bytes: Buffer.from(d.inline, 'base64') }] };
   }
 
   /**
@@ -313,7 +313,7 @@ export class TaskRunner {
    * flight, and the items finished meanwhile share the next commit (and leave as one job). A
    * failure of the task is the delivery's alone: it is retried after a backoff, or buried.
    */
-  private async runInSlot(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, unchecked = false): Promise<number> {
+  private async runInSlot(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>): Promise<number> {
     await this.slotGate.take();
     if (this.closing) {
       this.slotGate.give();
@@ -323,7 +323,7 @@ export class TaskRunner {
     slot.busy = true;
     let settle: Settle;
     try {
-      settle = await this.execute(h, pairs, slot, unchecked);
+      settle = await this.execute(h, pairs, slot);
     } catch (e) {
       this.freeSlot(slot);
       await this.fail(h, e instanceof Error ? e : new Error(String(e)));
@@ -346,7 +346,7 @@ export class TaskRunner {
     this.log(`task ${this.opts.task.name} failed on item ${h.d.item} (attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
   }
 
-  private async execute(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, slot: WorkSlot, unchecked: boolean): Promise<Settle> {
+  private async execute(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, slot: WorkSlot): Promise<Settle> {
     const { task } = this.opts;
     const T = task.name;
     const { d } = h;
@@ -389,7 +389,7 @@ export class TaskRunner {
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
     if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
     const { jobs, outputs: nOut, stageArgs } = this.queues!.prepare(d.item, T, files);
-    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced, unchecked };
+    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced };
   }
 
   /** Resize the prefetch window after an invocation that took `ms`. */

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { circeSuite } from '../support/circe-suite.js';
@@ -125,37 +125,6 @@ describe('circe pipeline (in-process runners, real Redis)', function () {
     expect(readdirSync(out)).to.deep.equal(['1x_c.txt']);
     expect(await rig.client.exists(k.blob('replayed'))).to.equal(0);
     await sinkQueue.close();
-  });
-
-  it('a task run twice for one item (two small files of one job, NUM_INPUTS 1) sends only the committed outputs', async () => {
-    // g turns each small input into 8 KiB (too large to travel inline); h copies it home.
-    const dir = join(rig.work, 'grow');
-    mkdirSync(join(dir, 'scripts'), { recursive: true });
-    writeFileSync(join(dir, 'configuration.txt'), '2\ng 1 true h\nh 1 true home\n');
-    writeFileSync(join(dir, 'scripts', 'config.json'), JSON.stringify({ taskname_map: { g: ['g', true], h: ['h', true] } }));
-    const body = (suffix: string, size: string) => `import { readFileSync, writeFileSync } from 'node:fs';\nimport { join } from 'node:path';
-export function task(inputs, pathin, pathout) {\n  const [name] = inputs;\n  const bytes = readFileSync(join(pathin, name));
-  const out = join(pathout, name.split('.')[0] + '${suffix}');\n  writeFileSync(out, ${size});\n  return [out];\n}\n`;
-    writeFileSync(join(dir, 'scripts', 'g.mjs'), body('_g.bin', "Buffer.concat([bytes, Buffer.alloc(8192, 103)])"));
-    writeFileSync(join(dir, 'scripts', 'h.mjs'), body('_h.bin', 'bytes'));
-    const app = specOf(dir);
-    const { out } = await deploy(app);
-    // Both files travel inline, so g runs on each without a look at its done marker; the second
-    // commit finds the marker and stores nothing, so nothing of that run may leave (before, its
-    // delivery reached h, whose blob was never stored: retries, then a dead letter).
-    const [item] = await submitItems(rig.client, PREFIX, app, inputs({ '4_x.txt': 'x', '4_y.txt': 'y' }));
-    expect(item!.item).to.equal('4');
-    const [r] = await waitForItems(rig.client, PREFIX, app.name, ['4'], { timeoutMs: 15_000 });
-    expect(r!.done && !r!.failed, r!.error).to.equal(true);
-    const k = appKeys(PREFIX, app.name);
-    expect(Number(await rig.client.hget(k.stats, 'dup:g'))).to.equal(1);
-    // Let anything sent by mistake arrive, then count: one output, no failure anywhere.
-    await new Promise((res) => setTimeout(res, 1000));
-    expect(readdirSync(out)).to.have.length(1);
-    const st = await getStatus(rig.client, PREFIX, app);
-    expect(st.sink.delivered, 'delivered at the sink').to.equal(1);
-    expect(st.tasks.map((t) => [t.task, t.processed, t.failed, t.retried]), 'runs per task').to.deep.equal([['g', 1, 0, 0], ['h', 1, 0, 0]]);
-    expect(st.deadLetterCount).to.equal(0);
   });
 
   it('keeps the records and done markers of the newest keepItems finished items only (bounded memory)', async () => {

@@ -6,7 +6,7 @@
 // so a slow task slows the source instead of letting Redis grow without bound.
 import { readFileSync, statSync, type Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { AppSpec } from '../../config/types.js';
@@ -48,9 +48,10 @@ export function groupByJob(files: string[]): Array<{ job: string; files: string[
     const list = jobs.get(j);
     if (list) {
       const same = list.find((x) => basename(x) === basename(f));
-      // Both would land on one name in the task's pathin: one of them would be lost unseen.
-      if (same) throw inputError(`${same} and ${f} have the same name ${basename(f)}: a job's files need distinct names`, { hint: 'rename one of them, or submit them as separate calls' });
-      list.push(f);
+      // Two files of one name would land on one name in the task's pathin, one of them lost
+      // unseen; the same file given twice is one file.
+      if (same !== undefined && resolve(same) !== resolve(f)) throw inputError(`${same} and ${f} have the same name ${basename(f)}: a job's files need distinct names`, { hint: 'rename one of them, or submit them as separate calls' });
+      if (same === undefined) list.push(f);
     } else {
       jobs.set(j, [f]);
     }

@@ -15,4 +15,7 @@ describe('groupByJob (the home source and submit)', () => {
   it('refuses two files of one name (they would overwrite each other in pathin), naming both', () => {
     expect(() => groupByJob(['/a/1_x.txt', '/b/1_x.txt'])).to.throw(/\/a\/1_x\.txt and \/b\/1_x\.txt have the same name 1_x\.txt/);
   });
+  it('takes the same file given twice once', () => {
+    expect(groupByJob(['/a/1_x.txt', '/a/./1_x.txt', '/a/1_y.txt'])).to.deep.equal([{ job: '1', files: ['/a/1_x.txt', '/a/1_y.txt'] }]);
+  });
 });

@@ -9,12 +9,11 @@ import { loadApp } from '../../config/app/load.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { ADAPT_DEFAULTS, type AdaptSettings, type ClusterConfig } from '../../config/types.js';
 import { connectRedis } from '../../circe/queue/connection.js';
-import { mappers } from '../../mappers/index.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { decide, type DecisionState } from './decide.js';
 import { recordRemap, remapEvent, type RemapEvent } from './events.js';
-import { planRemap } from './plan.js';
+import { planRemap, remapMapper } from './plan.js';
 import { readExecRecords } from './records.js';
 
 export interface AdaptLoopOptions {
@@ -86,7 +85,7 @@ export class AdaptLoop {
     if (!current || !dep) return;
     const app = await loadApp(dep.appDir);
     const records = await readExecRecords(this.redis, name, { prefix });
-    const plan = planRemap({ app, snapshot, records, current, mapper: mappers[current.mapper] ? current.mapper : 'heft' });
+    const plan = planRemap({ app, snapshot, records, current, mapper: remapMapper(current, this.opts.cluster.mapper) });
     if (plan.lostNodes.length > 0) return; // the reconciler's job
     const now = Date.now();
     const { verdict, state } = decide(this.settings, this.states.get(name) ?? {}, plan, now);

@@ -32,6 +32,14 @@ export interface PlanInput {
   seed?: number;
 }
 
+/**
+ * The mapper a re-map uses unless told otherwise: the one the app was deployed with, else the
+ * cluster's. The hub's loop and `jupiter remap` both ask here, so they suggest the same moves.
+ */
+export function remapMapper(current: Pick<MappingRecord, 'mapper'>, clusterMapper: string): string {
+  return mappers[current.mapper] ? current.mapper : clusterMapper;
+}
+
 export function planRemap(input: PlanInput): RemapPlan {
   const { app, current } = input;
   const models = fitExecModels(input.records, { now: input.now });

@@ -46,7 +46,8 @@ async function answers(socketPath: string): Promise<boolean> {
   }
 }
 
-function onPath(bin: string): boolean {
+/** Whether a command is on the PATH. */
+export function onPath(bin: string): boolean {
   try {
     execFileSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' });
     return true;

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync, writeF
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawnDockerd, stopDockerd, unmountUnder } from '../stack/dockerd.js';
+import { nsWrap } from './sh.js';
 import type { EngineState, HostState, TestbedState } from './state.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -86,7 +87,7 @@ export async function startEngine(state: TestbedState, host: HostState, logDir: 
   const paths = { socket: join(run, 'docker.sock'), data, exec: join(run, 'exec'), pidfile: join(run, 'docker.pid'), log: join(logDir, `dockerd-${host.name}.log`) };
   const cgroup = host.cpus !== undefined ? createCpuCgroup(`${state.bridge.replace(/br$/, '')}-${host.name}`, host.cpus) : undefined;
   const extra = [...(cgroup ? [`--cgroup-parent=/${cgroup}`] : [])];
-  const wrap = ['nsenter', `--net=/var/run/netns/${host.ns}`];
+  const wrap = nsWrap(host.ns);
   let pid: number;
   try {
     pid = await spawnDockerd(paths, ['--storage-driver=overlay2', ...extra], wrap, `the engine of ${host.name}`);

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { RedisServer } from '../stack/redis-server.js';
+import { nsWrap } from './sh.js';
 import type { HostState, TestbedState } from './state.js';
 
 export const HOME_REDIS_PORT = 6379;
@@ -18,7 +19,7 @@ export async function startHomeRedis(home: HostState, dir: string): Promise<NonN
     appendOnly: false,
     detached: true,
     password: randomBytes(18).toString('hex'),
-    wrap: ['nsenter', `--net=/var/run/netns/${home.ns}`],
+    wrap: nsWrap(home.ns),
   }).start();
   return { pid: server.pid ?? 0, port: server.port, url: server.url, dir: redisDir };
 }

@@ -1,6 +1,6 @@
 // What `testbed up` needs on this machine: Linux, root, and the tools it drives.
 import { runtimeError } from '../../config/errors.js';
-import { onPath } from './sh.js';
+import { onPath } from '../stack/dockerd.js';
 
 const TOOLS: Array<[string, string]> = [
   ['ip', 'iproute2'], ['tc', 'iproute2'], ['iptables', 'iptables'], ['nsenter', 'util-linux'],

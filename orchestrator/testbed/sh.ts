@@ -25,15 +25,21 @@ export function tryRun(cmd: string, args: string[]): boolean {
 
 export const ip = (...args: string[]): string => run('ip', args);
 
-/** argv running a command in a namespace: nsenter --net only (dockerd needs the real /sys). */
+/**
+ * The argv prefix that runs a command in a host's namespace: nsenter --net only, not
+ * `ip netns exec`, which remounts /sys and hides the cgroups dockerd needs.
+ */
+export function nsWrap(ns: string): string[] {
+  return ['nsenter', `--net=/var/run/netns/${ns}`];
+}
+
+/** Run a command in a namespace; `input` goes to its stdin. */
 export function inNs(ns: string, cmd: string, ...args: string[]): string {
-  return run('nsenter', [`--net=/var/run/netns/${ns}`, cmd, ...args]);
+  const [wrap, ...pre] = nsWrap(ns);
+  return run(wrap!, [...pre, cmd, ...args]);
 }
 
 export function tryInNs(ns: string, cmd: string, ...args: string[]): boolean {
-  return tryRun('nsenter', [`--net=/var/run/netns/${ns}`, cmd, ...args]);
-}
-
-export function onPath(bin: string): boolean {
-  return tryRun('sh', ['-c', `command -v ${bin}`]);
+  const [wrap, ...pre] = nsWrap(ns);
+  return tryRun(wrap!, [...pre, cmd, ...args]);
 }

@@ -4,7 +4,7 @@
 // byte a runner sends to another host or to the home (Redis) thus crosses its pair's rate.
 // netem is not in this kernel: no latency or jitter can be added (documented in the README).
 import { formatRate } from '../../config/testbed/topology.js';
-import { run } from './sh.js';
+import { nsWrap, run } from './sh.js';
 import type { HostState, TestbedState } from './state.js';
 
 const UNSHAPED = 1;
@@ -18,7 +18,8 @@ function classArgs(rateBps: number): string {
 }
 
 function batch(ns: string, lines: string[]): void {
-  run('nsenter', [`--net=/var/run/netns/${ns}`, 'tc', '-batch', '-'], `${lines.join('\n')}\n`);
+  const [wrap, ...pre] = nsWrap(ns);
+  run(wrap!, [...pre, 'tc', '-batch', '-'], `${lines.join('\n')}\n`);
 }
 
 export function shapeHost(state: TestbedState, host: HostState): void {

@@ -5,7 +5,6 @@
 import type { Command } from 'commander';
 import { inputError, runtimeError } from '../../../config/errors.js';
 import { table as newTable } from '../../report/table.js';
-import type { MappingRecord } from '../../../config/events.js';
 import type { RemapPlan } from '../../adapt/plan.js';
 import { action } from '../run.js';
 
@@ -51,19 +50,19 @@ export function register(program: Command): void {
     .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
     .option('--json', 'print the plan as JSON')
     .action(action(async (appArg: string, flags: RemapFlags) => {
-      const [{ loadApp }, { connectToStack }, { readProfiles }, { readExecRecords }, { planRemap }, { recordRemap, remapEvent }, { mappers }, { redisKeys }] = await Promise.all([
+      const [{ loadApp }, { connectToStack }, { readProfiles }, { readExecRecords }, { planRemap, remapMapper }, { recordRemap, remapEvent }, { mappers }, { redisKeys }, { readMapping }] = await Promise.all([
         import('../../../config/app/load.js'), import('../../connect.js'), import('../../profiles/read.js'), import('../../adapt/records.js'),
         import('../../adapt/plan.js'), import('../../adapt/events.js'), import('../../../mappers/index.js'), import('../../../config/redis-keys.js'),
+        import('../../deploy/record.js'),
       ]);
       if (flags.mapper !== undefined && !mappers[flags.mapper]) throw inputError(`unknown mapper "${flags.mapper}"`, { hint: `one of: ${Object.keys(mappers).join(', ')}` });
       const app = await loadApp(appArg);
       const { redis, prefix, cluster } = await connectToStack(flags.redis);
       try {
         const keys = redisKeys(prefix);
-        const raw = await redis.get(keys.mapping(app.name));
-        if (!raw) throw runtimeError(`${app.name} is not deployed (no mapping in Redis under ${keys.mapping(app.name)})`, { hint: `deploy it first: jupiter deploy ${appArg}` });
-        const current = JSON.parse(raw) as MappingRecord;
-        const mapper = flags.mapper ?? (mappers[current.mapper] ? current.mapper : cluster.mapper);
+        const current = await readMapping(redis, prefix, app.name);
+        if (!current) throw runtimeError(`${app.name} is not deployed (no mapping in Redis under ${keys.mapping(app.name)})`, { hint: `deploy it first: jupiter deploy ${appArg}` });
+        const mapper = flags.mapper ?? remapMapper(current, cluster.mapper);
         const snapshot = await readProfiles(redis, { prefix });
         if (snapshot.nodes.length === 0) throw runtimeError('no live agents: there are no current models to re-map with', { hint: 'start the node agents (`jupiter agent --node <name>`)' });
         const records = await readExecRecords(redis, app.name, { prefix });

@@ -114,6 +114,17 @@ export interface Launch {
   cleanup(): void;
 }
 
+/** Why this process cannot run such an app's tasks (no root, no unshare); undefined if it can. */
+export function centralizedUnavailable(app: AppSpec): string | undefined {
+  if (process.env[CENTRALIZED_ENV] === 'image') return undefined;
+  try {
+    ensureCentralizedMountPoint(app);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
 /**
  * How a task of an app that uses /centralized_scheduler is started; undefined for other apps.
  * `workRoot` holds the private copy of scripts/ in the process runtime.

@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../config/types.js';
 import { createInvoker, sharedPythonInvoker, type SharedPythonInvoker } from '../../circe/invoke/invoker.js';
 import { jobPrefix } from '../../config/app/job.js';
-import { usesCentralized } from '../../circe/compat/centralized.js';
+import { centralizedUnavailable, usesCentralized } from '../../circe/compat/centralized.js';
 
 export interface SkippedTask {
   task: string;
@@ -56,7 +56,7 @@ export function topoOrder(app: AppSpec): TaskSpec[] {
 }
 
 /** Wall time of one call of the task (s, µs resolution) and its outputs. */
-async function timedCall(app: AppSpec, task: TaskSpec, names: string[], pathin: string, pathout: string, shared: SharedPythonInvoker | undefined): Promise<{ durationSec: number; outs: string[] }> {
+async function timedCall(app: AppSpec, task: TaskSpec, node: string, names: string[], pathin: string, pathout: string, shared: SharedPythonInvoker | undefined): Promise<{ durationSec: number; outs: string[] }> {
   if (shared?.serves(task)) {
     try {
       await shared.load(task);
@@ -69,7 +69,8 @@ async function timedCall(app: AppSpec, task: TaskSpec, names: string[], pathin: 
       await mkdir(pathout, { recursive: true });
     }
   }
-  const invoker = await createInvoker(app, task);
+  // The node, so that the task sees the NODE_NAME it will see in its runner.
+  const invoker = await createInvoker(app, task, node);
   try {
     const t0 = performance.now();
     const outs = await invoker.invoke(names, pathin, pathout);
@@ -102,12 +103,20 @@ export async function profileApp(app: AppSpec, node: string, opts: { log?: (line
   const firstPython = order.find((t) => t.language === 'python' && t.execProfiler);
   // Not for original apps that import from /centralized_scheduler: their workers need a launch of their own.
   const shared = firstPython && !usesCentralized(app) ? sharedPythonInvoker(dirname(firstPython.scriptFile)) : undefined;
+  // Such an app's Python tasks need their scripts mounted at /centralized_scheduler, which takes
+  // root (an agent in a container is not): say so once per task rather than fail each.
+  const noMount = usesCentralized(app) ? centralizedUnavailable(app) : undefined;
   try {
     for (const task of order) {
       const ps = parents.get(task.name) ?? [];
       const blocker = ps.find((p) => blocked.has(p.name));
       if (!task.execProfiler) {
         result.skipped.push({ task: task.name, reason: 'exec_profiler is false' });
+        blocked.set(task.name, 'skipped');
+        continue;
+      }
+      if (noMount && task.language === 'python') {
+        result.skipped.push({ task: task.name, reason: noMount });
         blocked.set(task.name, 'skipped');
         continue;
       }
@@ -139,7 +148,7 @@ export async function profileApp(app: AppSpec, node: string, opts: { log?: (line
         names.push(name);
       }
       try {
-        const { durationSec, outs } = await timedCall(app, task, names, pathin, pathout, shared);
+        const { durationSec, outs } = await timedCall(app, task, node, names, pathin, pathout, shared);
         let outputBytes = 0;
         for (const o of outs) outputBytes += (await stat(o)).size;
         outputs.set(task.name, outs);

@@ -1,8 +1,8 @@
 // The home's sink: consumes the `home` queue, writes each output once into the run's output
 // folder and finishes items. Delivery is exactly-once per (item id, output name): the file is
 // written first, then the name is added to the item's delivered set; a redelivered or duplicated
-// job finds its name there (a large file), or its file already there (a small one, created only
-// if absent), and is only counted as suppressed.
+// job finds its name there, or its file already there (a small one, created only if absent, when
+// a sink died between the write and the count), and is only counted as suppressed.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -36,7 +36,7 @@ export interface SinkOptions {
 /**
  * Where an output lands: flat, `<outputDir>/<name>`, as in the original's home `/output` folder
  * (Jupiter's naming keeps names unique per job). `owner` is the item that wrote that name first
- * in this run: when another item delivers the same name (possible only when one job id was
+ * into this folder (AppKeys.owners): when another item delivers the same name (possible only when one job id was
  * submitted twice), its file becomes `<name>.<item>`, so nothing is overwritten.
  */
 export function outputPath(outputDir: string, item: string, name: string, owner: string | undefined = item): string {
@@ -45,6 +45,9 @@ export function outputPath(outputDir: string, item: string, name: string, owner:
 
 /** What delivering one file came to: the item's makespan when it finished it, or the error. */
 type Outcome = { makespan: number; outputs: string[]; at: number } | { error: Error; permanent: boolean };
+
+/** What the look before a write found for one file (Sink.look). */
+type Look = { kind: 'phantom' } | { kind: 'seen' } | { kind: 'new'; owner: string; bytes: Buffer | null };
 
 /** Files up to this size are written synchronously. */
 const SYNC_WRITE_BYTES = 1024 * 1024;
@@ -58,8 +61,6 @@ export class Sink {
   private readonly keys: AppKeys;
   private readonly recorded = new Set<string>();
   private readonly dirs = new Set<string>();
-  /** Output name -> the item that delivered it first (outputPath). */
-  private readonly owners = new Map<string, string>();
   /** Deliveries of all jobs in hand share the sink's round trips (a group reads its bytes at once). */
   private readonly deliveries = new Grouper<Delivery, Outcome>((ds) => this.deliver(ds), 2 * BUNDLE_MAX, (d) => d.size, HELD_BYTES);
 
@@ -121,13 +122,7 @@ export class Sink {
   }
 
   /** Small files synchronously (a thread-pool hop costs more than the write), large ones not. */
-  private async write(d: Delivery, bytes: Buffer, exclusive = false): Promise<void> {
-    let owner = this.owners.get(d.name);
-    if (owner === undefined) {
-      owner = d.item;
-      if (this.owners.size > 100_000) this.owners.clear();
-      this.owners.set(d.name, owner);
-    }
+  private async write(d: Delivery, bytes: Buffer, owner: string, exclusive = false): Promise<void> {
     const dest = outputPath(this.opts.outputDir, d.item, d.name, owner);
     const dir = dirname(dest);
     const flag = exclusive ? 'wx' : 'w';
@@ -150,24 +145,45 @@ export class Sink {
   }
 
   /**
-   * A group of files: one round trip looks up whether each large file was delivered and reads
-   * its bytes (none when every file came inline); each new file is written; then one script per
-   * file counts it delivered or a duplicate, frees its blob and finishes it for its item. A small
-   * file (bytes inline) needs no look-up: it is created only if absent, so the first copy's file
-   * stands and a later copy is only counted; its write is a single write() call, which a killed
-   * sink cannot leave half done.
+   * One round trip looks at a group of files (scripts.ts LOOK): a phantom (never stored, see
+   * PHANTOM_FN), a name the item delivered already, or a new file with the owner of its plain
+   * path (in Redis: a restarted sink must not give a second item the name) and, for a large
+   * file, its bytes.
+   */
+  private async look(ds: Delivery[]): Promise<Look[]> {
+    const k = this.keys;
+    const keys: string[] = [k.owners];
+    const args: string[] = [];
+    for (const d of ds) {
+      keys.push(k.out(d.item), k.blob(d.blob), k.done(d.from, d.item));
+      args.push(d.name, outputPath(this.opts.outputDir, d.item, d.name), d.id, d.item, d.inline === undefined ? '1' : '0');
+    }
+    const res = await this.redis.jLookBuffer(keys.length, ...keys, ...args);
+    return res.map((r, i): Look => {
+      const verdict = r[0]!.toString();
+      if (verdict === 'phantom') return { kind: 'phantom' };
+      if (verdict === '1') return { kind: 'seen' };
+      const inline = ds[i]!.inline;
+      return { kind: 'new', owner: r[1]!.toString(), bytes: inline === undefined ? (r[2]!.length > 0 ? r[2]! : null) : Buffer.from(inline, 'base64') };
+    });
+  }
+
+  /**
+   * A group of files: one look (above); each new file is written; then one script per file
+   * counts it delivered or a duplicate, frees its blob and finishes it for its item (a phantom
+   * is only finished and counted a duplicate). A small file (bytes inline) is created only if
+   * absent, so the first copy's file stands and a later copy is only counted; its write is a
+   * single write() call, which a killed sink cannot leave half done.
    */
   private async deliver(ds: Delivery[]): Promise<Outcome[]> {
     const k = this.keys;
-    const big = ds.filter((d) => d.inline === undefined);
-    const got = big.length > 0 ? await execOrThrow(big.reduce((p, d) => p.sismember(k.out(d.item), d.name).getBuffer(k.blob(d.blob)), this.redis.pipeline())) : [];
-    const looked = new Map(big.map((d, i) => [d, [got[2 * i] as number, got[2 * i + 1] as Buffer | null] as const]));
-    const outcomes: Array<Outcome | undefined> = await Promise.all(ds.map(async (d) => {
-      const [seen, bytes] = d.inline === undefined ? looked.get(d)! : [0, Buffer.from(d.inline, 'base64')];
-      if (seen) return undefined;
-      if (!bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
+    const looks = await this.look(ds);
+    const outcomes: Array<Outcome | undefined> = await Promise.all(ds.map(async (d, i) => {
+      const l = looks[i]!;
+      if (l.kind !== 'new') return undefined;
+      if (!l.bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
       try {
-        await this.write(d, bytes, d.inline !== undefined);
+        await this.write(d, l.bytes, l.owner, d.inline !== undefined);
         return undefined;
       } catch (e) {
         this.dirs.clear();
@@ -175,14 +191,31 @@ export class Sink {
       }
     }));
     const now = Date.now();
-    const fin = this.redis.pipeline() as ReturnType<Redis['pipeline']> & { jDeliver(...a: Array<string | number>): unknown };
-    const sent = ds.filter((_, i) => !outcomes[i]);
-    for (const d of sent) fin.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, k.queued(SINK_QUEUE), d.name, now, d.id, k.blob(''), d.blob, this.settings.eventsMaxLen, k.app);
-    const res = sent.length > 0 ? await execOrThrow(fin) : [];
-    let r = 0;
+    const fin = this.redis.pipeline() as ReturnType<Redis['pipeline']> & {
+      jDeliver(...a: Array<string | number>): unknown;
+      jFinish(...a: Array<string | number>): unknown;
+    };
+    // Reply index of each file's finish (a phantom's follows its counter).
+    const at: number[] = [];
+    let n = 0;
+    ds.forEach((d, i) => {
+      if (outcomes[i]) return;
+      if (looks[i]!.kind === 'phantom') {
+        fin.hincrby(k.stats, 'dupSuppressed', 1);
+        fin.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(SINK_QUEUE), d.id, now, this.settings.eventsMaxLen, k.app);
+        n += 2;
+      } else {
+        fin.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, k.queued(SINK_QUEUE), d.name, now, d.id, k.blob(''), d.blob, this.settings.eventsMaxLen, k.app);
+        n += 1;
+      }
+      at[i] = n - 1;
+    });
+    const res = n > 0 ? await execOrThrow(fin) : [];
     return ds.map((_, i) => {
       if (outcomes[i]) return outcomes[i]!;
-      const [makespan, ...outputs] = res[r++] as Array<number | string>;
+      const reply = res[at[i]!];
+      // A phantom's finish returns the makespan alone (it never delivers a name).
+      const [makespan, ...outputs] = Array.isArray(reply) ? (reply as Array<number | string>) : [reply as number];
       return { makespan: Number(makespan), outputs: outputs.map(String), at: now };
     });
   }

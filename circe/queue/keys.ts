@@ -20,6 +20,8 @@
 //   A deadletters             list    JSON dead-letter records (bounded)
 //   A events                  stream  TaskEvent / ItemDoneEvent (config/events.ts), capped
 //   A helper:<task>           hash    exit code and time of a non-DAG helper run
+//   A owners                  hash    plain output path at the sink -> item that wrote it first
+//                                     (outputPath: kept here so that a restarted sink knows it)
 //   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
 import { redisKeys } from '../../config/redis-keys.js';
 
@@ -48,6 +50,7 @@ export interface AppKeys {
   deadLetters: string;
   events: string;
   helper(task: string): string;
+  owners: string;
   ready: string;
 }
 
@@ -75,6 +78,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     deadLetters: `${a}deadletters`,
     events: `${a}events`,
     helper: (t) => `${a}helper:${t}`,
+    owners: `${a}owners`,
     ready: `${a}ready`,
   };
 }

@@ -87,33 +87,52 @@ local function release(blobPrefix, blob, holder)
 end
 `;
 
-const ARRIVE = `
+// A run that the task's commit refused (the task was already done for the item: a copy that ran
+// without a look at the done marker) stored nothing, but its outputs' jobs were already on their
+// way right behind the commit. Such a phantom delivery's blob was never written; the sender's
+// done marker holds the outbox of the run that counted, and a phantom is not in it. Looked at
+// only for a delivery whose blob is missing (a real one's blob exists until it is taken).
+const PHANTOM_FN = `
+local function phantom(senderDone, id)
+  local outbox = redis.call('GET', senderDone)
+  return outbox ~= false and string.find(outbox, '"' .. id .. '"', 1, true) == nil
+end
+`;
+
+const ARRIVE = PHANTOM_FN + `
 -- Several deliveries to one task arrive at once (a job's bundle, and what came in while the
 -- runner's previous call was in flight). Per delivery, in order: record its enter time, then
+--   {'phantom'}      sent by a run its sender's commit refused (PHANTOM_FN): only finished
 --   {'dup', outbox}  the task already ran for the item (a redelivered or duplicated delivery)
 --   {'wait'}         a join input stored until the item's other inputs are here
 --   {'run', input1, bytes1, input2, bytes2, ...}  run now: the inputs come with their bytes, so
 --                    that a run costs one round trip
 -- NUM_INPUTS counts files of the job, whoever sent them; a waiting join is listed in the item's
 -- joins hash (join key -> JSON meta) so that it becomes a dead letter if the item ends short.
--- KEYS: per delivery 5 keys: done marker, join hash, runtime record hash, its blob, item's joins
+-- KEYS: per delivery 6 keys: done marker, join hash, runtime record hash, its blob, item's joins,
+--   the sender's done marker
 -- ARGV: 1 numInputs, 2 rt field, 3 blob key prefix, 4 join meta JSON, then per delivery: id,
 --   input JSON, enter ts
 local k = tonumber(ARGV[1])
 local out = {}
-for j = 0, #KEYS / 5 - 1 do
+for j = 0, #KEYS / 6 - 1 do
   local id, inp = ARGV[5 + 3 * j], ARGV[6 + 3 * j]
-  redis.call('HSETNX', KEYS[5 * j + 3], ARGV[2], ARGV[7 + 3 * j])
-  local done = redis.call('GET', KEYS[5 * j + 1])
-  if done then
+  local done = redis.call('GET', KEYS[6 * j + 1])
+  -- A phantom leaves no trace (no enter time, no join input: it must not complete a join).
+  if not done and redis.call('EXISTS', KEYS[6 * j + 4]) == 0 and phantom(KEYS[6 * j + 6], id) then
+    out[j + 1] = {'phantom'}
+  elseif done then
+    redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j])
     out[j + 1] = {'dup', done}
   elseif k <= 1 then
-    out[j + 1] = {'run', inp, redis.call('GET', KEYS[5 * j + 4]) or ''}
+    redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j])
+    out[j + 1] = {'run', inp, redis.call('GET', KEYS[6 * j + 4]) or ''}
   else
-    local join = KEYS[5 * j + 2]
+    redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j])
+    local join = KEYS[6 * j + 2]
     redis.call('HSET', join, id, inp)
     if redis.call('HLEN', join) < k then
-      redis.call('HSET', KEYS[5 * j + 5], join, ARGV[4])
+      redis.call('HSET', KEYS[6 * j + 5], join, ARGV[4])
       out[j + 1] = {'wait'}
     else
       local r = {'run'}
@@ -230,6 +249,35 @@ table.insert(out, 1, ms)
 return out
 `;
 
+const LOOK = PHANTOM_FN + `
+-- The sink's look at a group of files before it writes them (one round trip). Per file:
+--   {'phantom'}           sent by a run its sender's commit refused (PHANTOM_FN): never written
+--   {'1'}                 the name is in the item's delivered set already: only counted
+--   {'0', owner, bytes}   owner: the item that owns the plain output path (this one unless
+--                         another item took it first; kept in Redis so that a restarted sink
+--                         knows it); bytes: a large file's blob ('' when gone; a small file
+--                         carries its own, and only the blob's existence is looked at)
+-- KEYS: 1 owners hash, then per file 3 keys: the item's delivered names, the blob, the sender's
+--   done marker
+-- ARGV: per file: name, plain output path, delivery id, item, '1' when the bytes are wanted
+local out = {}
+for f = 0, (#KEYS - 1) / 3 - 1 do
+  local names, blob, sender = KEYS[2 + 3 * f], KEYS[3 + 3 * f], KEYS[4 + 3 * f]
+  local name, path, id, item, want = ARGV[1 + 5 * f], ARGV[2 + 5 * f], ARGV[3 + 5 * f], ARGV[4 + 5 * f], ARGV[5 + 5 * f] == '1'
+  local bytes = want and redis.call('GET', blob)
+  local present = bytes or (not want and redis.call('EXISTS', blob) == 1)
+  if not present and phantom(sender, id) then
+    out[f + 1] = {'phantom'}
+  elseif redis.call('SISMEMBER', names, name) == 1 then
+    out[f + 1] = {'1'}
+  else
+    redis.call('HSETNX', KEYS[1], path, item)
+    out[f + 1] = {'0', redis.call('HGET', KEYS[1], path), bytes or ''}
+  end
+end
+return out
+`;
+
 const RELEASE = FINISH_FN + `
 -- ARGV: blob key prefix, blob id, holder (delivery id)
 release(ARGV[1], ARGV[2], ARGV[3])
@@ -249,6 +297,8 @@ export interface ScriptedRedis extends Redis {
   jStage(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number>;
   /** numKeys, keys, args: see COMMIT. */
   jCommit(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number[]>;
+  /** numKeys, keys, args: see LOOK. */
+  jLookBuffer(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<Buffer[][]>;
   jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, queued: string, name: string, now: number, id: string, blobPrefix: string, blob: string, eventsMaxLen: number, app: string): Promise<Array<number | string>>;
   jRelease(blobPrefix: string, blob: string, holder: string): Promise<number>;
   jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number, eventsMaxLen: number, app: string): Promise<number>;
@@ -262,6 +312,7 @@ export function withScripts(redis: Redis): ScriptedRedis {
     redis.defineCommand('jArrive', { lua: ARRIVE });
     redis.defineCommand('jStage', { lua: STAGE });
     redis.defineCommand('jCommit', { lua: COMMIT });
+    redis.defineCommand('jLook', { lua: LOOK });
     redis.defineCommand('jDeliver', { numberOfKeys: 6, lua: DELIVER });
     redis.defineCommand('jRelease', { numberOfKeys: 0, lua: RELEASE });
     redis.defineCommand('jFinish', { numberOfKeys: 5, lua: FINISH });

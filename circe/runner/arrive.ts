@@ -31,13 +31,16 @@ export async function arriveGroup(redis: ScriptedRedis, k: AppKeys, task: TaskSp
   const args: Array<string | number> = [task.numInputs, `${T}|enter`, k.blob(''), meta];
   for (const { d, at } of group) {
     const mine: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at, size: d.size };
-    keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob), k.joins(d.item));
+    keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob), k.joins(d.item), k.done(d.from, d.item));
     args.push(d.id, JSON.stringify(mine), at);
   }
   const res = await redis.jArriveBuffer(keys.length, ...keys, ...args);
   return res.map((r): Arrival => {
     const verdict = r[0]!.toString();
     if (verdict === 'dup') return { kind: 'dup', outbox: r[1]?.toString() ?? '' };
+    // A phantom (see scripts.ts PHANTOM_FN) is finished and counted like a duplicate, with
+    // nothing to re-send.
+    if (verdict === 'phantom') return { kind: 'dup', outbox: '' };
     if (verdict === 'wait') return { kind: 'wait' };
     const pairs: Array<{ inp: StoredInput; bytes: Buffer }> = [];
     for (let i = 1; i + 1 < r.length; i += 2) pairs.push({ inp: JSON.parse(r[i]!.toString()) as StoredInput, bytes: r[i + 1]! });

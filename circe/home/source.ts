@@ -191,7 +191,10 @@ export async function trimItems(redis: Redis, prefix: string, app: AppSpec, keep
   const done = (await execOrThrow(oldest.reduce((p, id) => p.hexists(keys.item(id), 'doneAt'), redis.pipeline()))) as number[];
   const ids = oldest.filter((_, i) => done[i]);
   if (ids.length === 0) return 0;
-  const pipe = redis.pipeline().zrem(keys.items, ...ids);
+  // The output paths these items own at the sink (scripts.ts LOOK) go with their records.
+  const ownedFields = ids.map((id) => `item:${id}`);
+  const owned = (await redis.hmget(keys.owners, ...ownedFields)).flatMap((list) => (list ? list.split('\n') : []));
+  const pipe = redis.pipeline().zrem(keys.items, ...ids).hdel(keys.owners, ...ownedFields, ...owned);
   for (const id of ids) pipe.del(keys.item(id), keys.out(id), keys.rt(id), keys.joins(id), ...app.dagTasks.map((t) => keys.done(t, id)));
   await execOrThrow(pipe);
   return ids.length;

@@ -21,7 +21,9 @@
 //   A events                  stream  TaskEvent / ItemDoneEvent (config/events.ts), capped
 //   A helper:<task>           hash    exit code and time of a non-DAG helper run
 //   A owners                  hash    plain output path at the sink -> item that wrote it first
-//                                     (outputPath: kept here so that a restarted sink knows it)
+//                                     (outputPath: kept here so that a restarted sink knows it);
+//                                     `item:<id>` -> the paths that item owns, one a line (trimmed
+//                                     with the item's records, so the hash stays bounded)
 //   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
 import { redisKeys } from '../../config/redis-keys.js';
 

@@ -271,7 +271,12 @@ for f = 0, (#KEYS - 1) / 3 - 1 do
   elseif redis.call('SISMEMBER', names, name) == 1 then
     out[f + 1] = {'1'}
   else
-    redis.call('HSETNX', KEYS[1], path, item)
+    if redis.call('HSETNX', KEYS[1], path, item) == 1 then
+      -- The paths an item owns, under a field of its own, so that trimming its records frees them.
+      local owned = 'item:' .. item
+      local list = redis.call('HGET', KEYS[1], owned)
+      redis.call('HSET', KEYS[1], owned, list and (list .. '\\n' .. path) or path)
+    end
     out[f + 1] = {'0', redis.call('HGET', KEYS[1], path), bytes or ''}
   end
 end

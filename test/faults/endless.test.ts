@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
 import { loadApp } from '../../config/app/load.js';
-import { configureApp, Sink, submitItems, TaskRunner, waitForItems } from '../../circe/index.js';
+import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems } from '../../circe/index.js';
 import { circeSuite } from '../support/circe-suite.js';
 import { writeChainApp, writeItems } from '../support/faults.js';
 
@@ -48,5 +48,7 @@ describe('fault: an endless stream (Redis stays bounded)', function () {
     expect(samples[2]!.keys).to.be.at.most((KEEP + WAVE) * 6 + 100);
     expect(samples[2]!.keys).to.be.at.most(samples[0]!.keys + 50);
     expect(samples[2]!.mb).to.be.lessThan(samples[0]!.mb * 1.25 + 1);
+    // The sink's output-name owners go with the items' records: two fields an item at most.
+    expect(await client.hlen(appKeys(PREFIX, app.name).owners)).to.be.at.most((KEEP + WAVE) * 2);
   });
 });

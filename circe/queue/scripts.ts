@@ -119,16 +119,15 @@ for j = 0, #KEYS / 6 - 1 do
   local id, inp = ARGV[5 + 3 * j], ARGV[6 + 3 * j]
   local done = redis.call('GET', KEYS[6 * j + 1])
   -- A phantom leaves no trace (no enter time, no join input: it must not complete a join).
-  if not done and redis.call('EXISTS', KEYS[6 * j + 4]) == 0 and phantom(KEYS[6 * j + 6], id) then
+  local ghost = not done and redis.call('EXISTS', KEYS[6 * j + 4]) == 0 and phantom(KEYS[6 * j + 6], id)
+  if not ghost then redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j]) end
+  if ghost then
     out[j + 1] = {'phantom'}
   elseif done then
-    redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j])
     out[j + 1] = {'dup', done}
   elseif k <= 1 then
-    redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j])
     out[j + 1] = {'run', inp, redis.call('GET', KEYS[6 * j + 4]) or ''}
   else
-    redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j])
     local join = KEYS[6 * j + 2]
     redis.call('HSET', join, id, inp)
     if redis.call('HLEN', join) < k then

@@ -111,14 +111,13 @@ export class ProcessRuntime implements Runtime {
     const [spec, st] = await Promise.all([readJson<HostFile>(p.spec), readJson<RunnerState>(p.state)]);
     if (!spec) return;
     spec.tasks = spec.tasks.filter((t) => t !== task);
+    // An empty list marks the host as stopping: a task placed here again meanwhile waits for it
+    // to be gone and starts a new one (startHost) rather than joining a host on its way out.
+    writeJson(p.spec, spec);
     if (spec.tasks.length === 0) {
-      // The empty list marks the host as stopping: a task placed here again meanwhile waits for
-      // it to be gone and starts a new one (startHost) rather than joining a host on its way out.
-      writeJson(p.spec, spec);
       if (isAlive(st?.supervisorPid)) process.kill(st!.supervisorPid, 'SIGTERM');
-    } else {
-      writeJson(p.spec, spec);
-      if (isAlive(st?.runnerPid)) process.kill(st!.runnerPid!, 'SIGHUP');
+    } else if (isAlive(st?.runnerPid)) {
+      process.kill(st!.runnerPid!, 'SIGHUP');
     }
   }
 

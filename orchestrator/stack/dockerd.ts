@@ -14,7 +14,7 @@ import { DEFAULT_DOCKER_SOCKET } from '../../config/cluster/load.js';
 import { ensureBaseImage } from '../../circe/runtime/docker-base.js';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
-import { isAlive, type StackState } from './state.js';
+import { isAlive, stopPid, type StackState } from './state.js';
 
 export type DockerdState = NonNullable<StackState['dockerd']>;
 
@@ -193,10 +193,7 @@ export async function stopDockerd(pid: number, socket: string, what = 'the priva
   } catch {
     // the engine no longer answers: stopping it below is all that is left
   }
-  process.kill(pid, 'SIGTERM');
-  const deadline = Date.now() + 20_000;
-  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  await stopPid(pid, 20_000);
   out.push(`stopped dockerd (pid ${pid})`);
   return out;
 }

@@ -34,3 +34,17 @@ export function affordableSizes(sizes: number[], capacity: number, fraction: num
   const ok = sizes.filter((s) => (s / (fraction * capacity)) * 1000 <= AFFORDABLE_INTERVALS * intervalMs);
   return ok.length > 0 ? ok : [Math.min(...sizes)];
 }
+
+/**
+ * The largest size is the only one that sees the bandwidth (smaller ones mostly see latency and
+ * the bucket's burst), yet on slow links the budget affords it least. When it is not among the
+ * affordable sizes it is drawn anyway once
+ * this many of its own budgeted cycles have passed since it was last probed, so it takes at most
+ * 1/LARGEST_EVERY_CYCLES of the budget and the bandwidth of every link is re-measured.
+ */
+export const LARGEST_EVERY_CYCLES = 2;
+
+/** Whether a steady probe of the largest size is due, `sinceMs` after its last probe. */
+export function largestDue(largest: number, capacity: number, fraction: number, sinceMs: number): boolean {
+  return sinceMs >= LARGEST_EVERY_CYCLES * (largest / (fraction * capacity)) * 1000;
+}

@@ -1,8 +1,16 @@
 // DRUPE's link model, fitted robustly: transfer seconds = a*bytes^2 + b*bytes + c.
 // DRUPE fitted ms against Kbit with plain numpy.polyfit; we fit seconds against bytes, and:
-//  - take the lower median time per probe size first: probe noise only ever adds time (a GC
-//    pause, a busy core), so one slow probe among two or three cannot bend the curve;
-//  - weight each size by 1/time: errors count in proportion to the transfer's duration. Plain
+//  - take, per probe size, the fastest of its newest RECENT_PER_SIZE samples: probe noise only
+//    ever adds time (a GC pause, a busy core, a delayed ACK), so the fastest recent probe is the
+//    best estimate of the link as it is now, and slow probes cannot bend the curve however many
+//    there are. Only the newest few count, so a size probed rarely (the largest, which alone sees
+//    the bandwidth, is the one the budget affords least) is judged by its fresh probes: two slow
+//    ones taken while the host was busy are outvoted by the first fast one after. (A lower median
+//    over all samples needed as many fast probes as slow ones: on a 30 Mbit/s link, whose budget
+//    allows one 1 MB probe every ~30 s, a busy start stuck the fit at 19 Mbit/s for minutes.)
+//    A link that really slowed shows within RECENT_PER_SIZE probes of a size, and window.ts cuts
+//    the history at once on a large change;
+//  - weight each size by (samples used)/time: errors count in proportion to the transfer's duration. Plain
 //    least squares (DRUPE) lets the largest probes alone decide the latency; relative error lets
 //    the tiny probes (which a token bucket lets through at line rate) decide the bandwidth;
 //  - solve a non-negative least squares problem (a, b, c >= 0) on sizes scaled to [0, 1], by
@@ -40,11 +48,8 @@ interface Point {
   w: number;
 }
 
-/** Lower median: for two samples the smaller one. */
-function lowerMedian(v: number[]): number {
-  const s = [...v].sort((p, q) => p - q);
-  return s[(s.length - 1) >> 1]!;
-}
+/** Samples per size the fit uses: the newest ones (see the header). */
+export const RECENT_PER_SIZE = 3;
 
 const MAX_COND = 1e10;
 
@@ -97,13 +102,14 @@ const SUBSETS = [[0], [1], [2], [0, 1], [0, 2], [1, 2], [0, 1, 2]];
 /** Fit the link model to probe samples; undefined until there are MIN_SAMPLES samples of at least 2 sizes. */
 export function fitLink(samples: LinkSample[]): LinkFit | undefined {
   const good = samples.filter((s) => s.bytes > 0 && Number.isFinite(s.seconds) && s.seconds > 0);
-  const bySize = new Map<number, number[]>();
-  for (const s of good) bySize.set(s.bytes, [...(bySize.get(s.bytes) ?? []), s.seconds]);
+  const bySize = new Map<number, LinkSample[]>();
+  for (const s of good) bySize.set(s.bytes, [...(bySize.get(s.bytes) ?? []), s]);
   if (good.length < MIN_SAMPLES || bySize.size < 2) return undefined;
   const xmax = Math.max(...bySize.keys());
-  const points: Point[] = [...bySize].map(([bytes, times]) => {
-    const y = lowerMedian(times);
-    return { x: bytes / xmax, y, w: times.length / y };
+  const points: Point[] = [...bySize].map(([bytes, list]) => {
+    const recent = [...list].sort((p, q) => q.at - p.at).slice(0, RECENT_PER_SIZE);
+    const y = Math.min(...recent.map((s) => s.seconds));
+    return { x: bytes / xmax, y, w: recent.length / y };
   });
   // A more complex model must be better by more than rounding noise to win.
   const tol = 1e-9 * points.reduce((s, p) => s + p.w * p.y * p.y, 0);

@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { LinkProfile } from '../../config/types.js';
 import type { AgentRegistration } from '../agent/registry.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs, DEFAULT_PROBE_BUDGET } from './budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, DEFAULT_PROBE_BUDGET, largestDue } from './budget.js';
 import { fitLink, type LinkSample } from './fit.js';
 import { lockPair, unlockPair } from './pair-lock.js';
 import { probe } from './probe-client.js';
@@ -71,6 +71,8 @@ interface Peer {
   fitBandwidth?: number;
   /** The peer was probing us: not before this time (ms since epoch). */
   heldUntil: number;
+  /** End of the last probe of the largest size (ms since epoch; 0 = never). */
+  largestAt: number;
 }
 
 /** Steady-state probe traffic to one peer (for tests and the bench: the budget in use). */
@@ -141,7 +143,7 @@ export class NetworkProfiler {
         known.reg = reg;
         continue;
       }
-      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0 });
+      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0, largestAt: 0 });
       this.log(`peer ${reg.node} at ${reg.host}:${reg.port}: bootstrap probing`);
     }
     for (const name of [...this.peers.keys()]) if (!live.has(name)) this.peers.delete(name);
@@ -160,11 +162,19 @@ export class NetworkProfiler {
     let due = false;
     for (const peer of this.peers.values()) {
       if (peer.pending.length > 0 || now < peer.nextAt) continue;
-      const sizes = peer.capacity === undefined ? this.opts.sizes : affordableSizes(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs);
-      peer.pending.push({ bytes: sizes[Math.floor(Math.random() * sizes.length)]!, steady: true });
+      peer.pending.push({ bytes: this.steadySize(peer, now), steady: true });
       due = true;
     }
     if (due) this.wake?.();
+  }
+
+  /** A steady probe's size: one the budget affords at the refresh pace, or the largest when due. */
+  private steadySize(peer: Peer, now: number): number {
+    if (peer.capacity === undefined) return this.opts.sizes[Math.floor(Math.random() * this.opts.sizes.length)]!;
+    const sizes = affordableSizes(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs);
+    const largest = Math.max(...this.opts.sizes);
+    if (!sizes.includes(largest) && largestDue(largest, peer.capacity, this.opts.budget, now - peer.largestAt)) return largest;
+    return sizes[Math.floor(Math.random() * sizes.length)]!;
   }
 
   /**
@@ -197,6 +207,7 @@ export class NetworkProfiler {
     peer.capacity = budgetCapacity(peer.fitBandwidth, job.bytes, seconds);
     const pause = budgetPauseMs(job.bytes, seconds, peer.capacity, this.opts.budget);
     peer.nextAt = Math.max(start + this.opts.refreshMs, end + pause);
+    if (job.bytes === Math.max(...this.opts.sizes)) peer.largestAt = end;
     if (!job.steady) return;
     const t = this.stats.steady.get(peer.reg.node) ?? { bytes: 0, probes: 0, firstAt: start, lastAt: end, capacity: peer.capacity };
     t.bytes += job.bytes;

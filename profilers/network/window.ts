@@ -1,7 +1,7 @@
 // Which probe samples a link's fit may use: the profile must follow the network it describes.
-// The fit (fit.ts) is robust against slow outliers (lower median per size), so a list of fast
-// samples taken before a link was throttled outvotes the new slow ones for as long as they are
-// kept. Two rules keep the window honest, both pure functions of the samples (so an agent that
+// The fit (fit.ts) is robust against slow outliers (the fastest of each size's newest three), so
+// fast samples taken before a link was throttled outvote the new slow ones until three of each
+// size have come, which for a large probe the budget affords rarely can take minutes. Two rules keep the window honest, both pure functions of the samples (so an agent that
 // restarts, or any reader, comes to the same answer):
 //  - change detection: the newest samples are compared with the older ones of the same size; when two
 //    of the newest three (the newest among them) deviate in the same direction by a factor >=

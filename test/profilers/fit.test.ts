@@ -26,7 +26,24 @@ describe('profilers: DRUPE link fit', () => {
     expect(fit.c / c).to.be.closeTo(1, 1e-4);
   });
 
-  it('ignores a single slow probe (lower median per size)', () => {
+  it('judges each size by its newest probes: two slow 1 MB probes from a busy start yield to one fast probe after', () => {
+    // 30 Mbit/s; sizes 10, 100, 500 KB probed often, 1 MB rarely (the budget)
+    const bw = 3.75e6;
+    const f = (x: number) => 0.002 + x / bw;
+    const sizes = [10, 100, 500].map((k) => k * KB);
+    const samples: LinkSample[] = [];
+    for (let i = 0; i < 20; i++) for (const bytes of sizes) samples.push({ bytes, seconds: f(bytes), at: 1000 + i });
+    samples.push({ bytes: 1000 * KB, seconds: f(1000 * KB) * 1.6, at: 1 }, { bytes: 1000 * KB, seconds: f(1000 * KB) * 1.6, at: 2 });
+    expect(fitLink(samples)!.bandwidthBytesPerSec / bw).to.be.below(0.75);
+    samples.push({ bytes: 1000 * KB, seconds: f(1000 * KB), at: 2000 });
+    expect(fitLink(samples)!.bandwidthBytesPerSec / bw).to.be.closeTo(1, 0.02);
+    // and a link that really slowed is followed once three probes of each size say so
+    const slow = (x: number) => 0.002 + x / (bw / 2);
+    for (let i = 0; i < 3; i++) for (const bytes of [...sizes, 1000 * KB]) samples.push({ bytes, seconds: slow(bytes), at: 3000 + i });
+    expect(fitLink(samples)!.bandwidthBytesPerSec / (bw / 2)).to.be.closeTo(1, 0.02);
+  });
+
+  it('ignores a single slow probe (the fastest of the newest per size)', () => {
     const f = (x: number) => 0.001 + x / 5e7;
     const samples = samplesOf(f, SIZES, 3);
     samples[0]!.seconds *= 50; // the 1 KB probe of round 1 stalls

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fitLink, type LinkSample } from '../../profilers/network/fit.js';
 import { linkWindow } from '../../profilers/network/window.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs } from '../../profilers/network/budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, largestDue } from '../../profilers/network/budget.js';
 
 const KB = 1024;
 const SIZES = [1, 10, 100, 1000, 10000].map((k) => k * KB);
@@ -42,7 +42,7 @@ function replay(samples: LinkSample[], truth: (bytes: number, at: number) => num
 }
 
 describe('profilers: the link fit follows the network (window.ts)', () => {
-  it('reproduces the issue: without a window, 50 old fast samples outvote the new slow ones', () => {
+  it('reproduces the issue: without a window, old fast samples outvote the first slow ones', () => {
     const before = history(tbf(1.25e9), 0, 45);
     const after = history(tbf(1.25e6), 45 * MIN, 5, MIN, 7);
     const fit = fitLink([...before, ...after])!;
@@ -146,5 +146,15 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     // 2% of 200 Mbit/s with a 2 s refresh: up to 3 MB
     expect(affordableSizes([10, 100, 1000, 3000].map((k) => k * KB), 25e6, 0.02, 2000)).to.deep.equal([10, 100, 1000].map((k) => k * KB));
     expect(affordableSizes(sizes, 1e3, 0.02, 1000)).to.deep.equal([KB]);
+  });
+
+  it('draws the largest size, which the budget does not afford at the refresh pace, every 2 of its cycles', () => {
+    // 30 Mbit/s, 2%: a 1 MB probe's budgeted cycle is 1 MB / 75 KB/s = 14 s
+    const cap = 3.75e6;
+    const cycleMs = (1000 * KB) / (0.02 * cap) * 1000;
+    expect(largestDue(1000 * KB, cap, 0.02, 1.9 * cycleMs)).to.equal(false);
+    expect(largestDue(1000 * KB, cap, 0.02, 2 * cycleMs)).to.equal(true);
+    // a 1 MB probe then a 14 s pause, then small probes for 14 s: at most half the budget
+    expect(2 * cycleMs).to.be.closeTo(28_000, 1_000);
   });
 });

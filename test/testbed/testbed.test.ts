@@ -9,6 +9,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
+import { Redis } from 'ioredis';
+import { redisKeys } from '../../config/redis-keys.js';
 import { CliSandbox, sleep } from '../support/faults.js';
 import { appsDir } from '../support/paths.js';
 import { loadApp } from '../../config/app/load.js';
@@ -170,6 +172,20 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
       await sleep(1000);
     }
     console.table(rows);
+    const off = rows.filter((r) => Math.abs(r.error) >= 0.15);
+    if (off.length > 0) {
+      // What the fit saw, newest first, for whoever reads a failed run's log.
+      const redis = new Redis(state!.redis!.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      try {
+        for (const r of off) {
+          const [from, to] = r.link.split('->') as [string, string];
+          const raw = await redis.lrange(redisKeys().linkSamples(from, to), 0, -1);
+          console.log(`      ${r.link} samples (bytes seconds at): ${raw.map((x) => { const s = JSON.parse(x) as { bytes: number; seconds: number; at: number }; return `${s.bytes} ${s.seconds.toFixed(4)} ${s.at}`; }).join(' | ')}`);
+        }
+      } finally {
+        redis.disconnect();
+      }
+    }
     for (const r of rows) expect(Math.abs(r.error), `${r.link}: ${r.profiledMbit} vs ${r.shapedMbit} Mbit/s`).to.be.below(0.15);
   });
 

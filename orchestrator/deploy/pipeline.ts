@@ -66,17 +66,29 @@ async function inputFiles(app: AppSpec, dir?: string): Promise<string[]> {
   return files;
 }
 
-async function waitReady(redis: Redis, key: string, tasks: string[], timeoutMs: number, onProgress: (n: number, total: number) => void): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Wait until every task's runner announced it consumes its queue. Runners start at once and share
+ * the cores, so on a busy machine they all become ready late and close together: the budget is
+ * `timeoutMs`, and each runner that becomes ready gives the others at least `stallMs` more, so a
+ * slow but advancing start is waited for and only a stalled one fails.
+ */
+export async function waitReady(redis: Redis, key: string, tasks: string[], opts: { timeoutMs: number; stallMs: number; pollMs?: number }, onProgress: (n: number, total: number) => void): Promise<void> {
+  const started = Date.now();
+  let deadline = started + opts.timeoutMs;
+  let seen = -1;
   for (;;) {
     const ready = new Set(await redis.hkeys(key));
     const missing = tasks.filter((t) => !ready.has(t));
-    onProgress(tasks.length - missing.length, tasks.length);
+    const n = tasks.length - missing.length;
+    if (n !== seen) onProgress(n, tasks.length);
     if (missing.length === 0) return;
+    if (n > seen && seen >= 0) deadline = Math.max(deadline, Date.now() + opts.stallMs);
+    seen = n;
     if (Date.now() > deadline) {
-      throw runtimeError(`runner(s) of ${missing.join(', ')} did not start within ${timeoutMs / 1000} s`, { hint: 'see `jupiter logs <app> <task>`' });
+      const shown = missing.length > 10 ? `${missing.slice(0, 10).join(', ')} and ${missing.length - 10} more` : missing.join(', ');
+      throw runtimeError(`runner(s) of ${shown} did not start within ${Math.round((Date.now() - started) / 1000)} s (${n} of ${tasks.length} ready)`, { hint: 'see `jupiter logs <app> <task>`; on a busy machine, deploy again when it is quieter' });
     }
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, opts.pollMs ?? 25));
   }
 }
 
@@ -197,8 +209,8 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       // Feed nothing before every runner consumes its queue: makespans then measure the DAG,
       // not the runners' start-up.
       // Runners start at once and share the cores: generated apps of the original have 50+ tasks.
-      const readyMs = Math.max(60_000, 2_000 * app.tasks.length);
-      await waitReady(redis, appKeys(prefix, app.name).ready, [...app.dagTasks, HOME], readyMs, (n, total) => step.update(`${n}/${total} runners ready`));
+      const timeoutMs = Math.max(60_000, 2_000 * app.tasks.length);
+      await waitReady(redis, appKeys(prefix, app.name).ready, [...app.dagTasks, HOME], { timeoutMs, stallMs: 30_000 }, (n, total) => step.update(`${n}/${total} runners ready`));
     });
 
     if (files.length === 0) progress.info(`no sample inputs: ${app.name} runs and waits for input (jupiter submit ${app.name} <files...>)`);

@@ -48,13 +48,22 @@ export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOp
   step.done();
   if (opts.execProfile && !hasExecProfiles(app, snap)) {
     const exec = progress.step(`Profiling execution of ${app.name} on every node`);
+    // Every task runs once per node: an app of 50 tasks that take seconds each takes minutes.
+    // Each node's count of tasks is shown, and a node is waited for as long as it advances.
+    const where = new Map<string, string>();
+    const show = (node: string, state: string): void => {
+      where.set(node, state);
+      exec.update([...where].sort().map(([n, st]) => `${n} ${st}`).join(', '));
+    };
+    const silenceMs = 120_000;
     const res = await requestExecProfiles(redis, app, {
       prefix: opts.prefix,
-      timeoutMs: 120_000,
+      timeoutMs: silenceMs,
       nodes: opts.nodes,
-      onReply: (r) => exec.update(`${r.node} done`),
+      onProgress: (node, done, total) => show(node, `${done}/${total} tasks`),
+      onReply: (r) => show(r.node, 'done'),
     });
-    exec.done(res.missing.length ? `no answer from ${res.missing.join(', ')}` : `${res.replies.length} nodes`);
+    exec.done(res.missing.length ? `no news from ${res.missing.join(', ')} for ${silenceMs / 1000} s (the mapper uses default task times there)` : `${res.replies.length} nodes`);
     for (const r of res.replies) if (r.error) progress.info(`  ${r.node}: ${r.error} (the mapper uses default task times there)`);
     snap = await readProfiles(redis, { prefix: opts.prefix });
   }

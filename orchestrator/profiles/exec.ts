@@ -5,18 +5,25 @@ import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import type { AppSpec } from '../../config/types.js';
 import { liveAgents } from '../../profilers/agent/registry.js';
-import { collectReplies, newRequestId, sendToAgent } from '../../profilers/agent/inbox.js';
-import type { ExecProfileReply, ExecProfileRequest } from '../../profilers/exec/handler.js';
+import { newRequestId, sendToAgent } from '../../profilers/agent/inbox.js';
+import type { ExecProfileProgress, ExecProfileReply, ExecProfileRequest } from '../../profilers/exec/handler.js';
 import { fmtBytes } from './format.js';
 
 export interface ExecRequestOptions {
   prefix?: string;
+  /**
+   * Longest silence of a node still working: a node that neither finished a task nor replied for
+   * this long counts as missing. A node that keeps finishing tasks is waited for, however many
+   * tasks the app has.
+   */
   timeoutMs: number;
   /** Profile one node at a time (nodes sharing a machine do not disturb each other's timings). */
   serial?: boolean;
   /** Only these nodes (default: every live agent). */
   nodes?: string[];
   onReply?: (r: ExecProfileReply) => void;
+  /** A node finished another task (done of total). */
+  onProgress?: (node: string, done: number, total: number) => void;
 }
 
 export interface ExecRequestResult {
@@ -31,20 +38,41 @@ export async function requestExecProfiles(redis: Redis, app: AppSpec, opts: Exec
   let asked = (await liveAgents(redis, keys)).map((a) => a.node);
   if (opts.nodes) asked = asked.filter((n) => opts.nodes!.includes(n));
   const replies: ExecProfileReply[] = [];
-  const deadline = Date.now() + opts.timeoutMs;
   const batches = opts.serial ? asked.map((n) => [n]) : [asked];
-  for (const batch of batches) {
-    if (batch.length === 0) continue;
-    const id = newRequestId();
-    for (const node of batch) {
-      const msg: ExecProfileRequest = { type: 'exec-profile', id, app: app.name, appDir: app.dir };
-      await sendToAgent(redis, keys, node, { ...msg });
+  const conn = redis.duplicate();
+  try {
+    for (const batch of batches) {
+      if (batch.length === 0) continue;
+      const id = newRequestId();
+      for (const node of batch) {
+        const msg: ExecProfileRequest = { type: 'exec-profile', id, app: app.name, appDir: app.dir };
+        await sendToAgent(redis, keys, node, { ...msg });
+      }
+      // Each node has until `timeoutMs` after its last news (the request, a finished task).
+      const news = new Map(batch.map((n) => [n, Date.now()]));
+      while (news.size > 0) {
+        const left = Math.max(...[...news.values()].map((t) => t + opts.timeoutMs)) - Date.now();
+        if (left <= 0) break;
+        const res = await conn.blpop(keys.reply(id), Math.max(0.1, Math.min(1, left / 1000)));
+        if (!res) {
+          // A node silent past its time is given up; the others keep theirs.
+          for (const [n, t] of news) if (Date.now() - t > opts.timeoutMs) news.delete(n);
+          continue;
+        }
+        const msg = JSON.parse(res[1]) as ExecProfileReply | ExecProfileProgress;
+        if (!news.has(msg.node)) continue;
+        if ('progress' in msg) {
+          news.set(msg.node, Date.now());
+          opts.onProgress?.(msg.node, msg.progress.done, msg.progress.total);
+          continue;
+        }
+        news.delete(msg.node);
+        replies.push(msg);
+        opts.onReply?.(msg);
+      }
     }
-    replies.push(...(await collectReplies<ExecProfileReply>(redis, keys, id, {
-      count: batch.length,
-      timeoutMs: Math.max(0, deadline - Date.now()),
-      onReply: opts.onReply,
-    })));
+  } finally {
+    conn.disconnect();
   }
   const answered = new Set(replies.map((r) => r.node));
   return { asked, replies, missing: asked.filter((n) => !answered.has(n)) };

@@ -1,5 +1,7 @@
 // Inbox handler `exec-profile`: profile an app on this node and store one ExecProfile per task
 // in Redis (`exec:<app>:<node>:<task>`), then reply with what was profiled, skipped or failed.
+// After each task it also posts a progress note on the reply list (ExecProfileProgress), so the
+// requester can show how far each node is and wait as long as they advance.
 import { existsSync } from 'node:fs';
 import type { AppSpec } from '../../config/types.js';
 import { loadApp } from '../../config/app/load.js';
@@ -13,6 +15,12 @@ export interface ExecProfileRequest {
   /** App name (looked up under apps/ when appDir is not on this machine). */
   app: string;
   appDir: string;
+}
+
+/** A progress note on the reply list (the final reply is an ExecProfileReply, with `ok`). */
+export interface ExecProfileProgress {
+  node: string;
+  progress: { done: number; total: number };
 }
 
 export interface ExecProfileReply extends Partial<AppProfileResult> {
@@ -32,7 +40,13 @@ export const handleExecProfile: MessageHandler = async (raw, ctx) => {
       throw new Error(`app ${msg.app} is not on this node (no folder ${msg.appDir} here, and ${(e as Error).message}); an agent in a container profiles only the apps of its image (the checkout's apps/)`);
     });
     ctx.log(`execution profiling of ${app.name} requested`);
-    const result = await profileApp(app, ctx.node, { log: ctx.log });
+    const result = await profileApp(app, ctx.node, {
+      log: ctx.log,
+      onTask: (done, total) => {
+        const note: ExecProfileProgress = { node: ctx.node, progress: { done, total } };
+        void reply(ctx.redis, ctx.keys, msg.id, note).catch(() => undefined);
+      },
+    });
     if (result.profiles.length > 0) {
       await ctx.redis.mset(Object.fromEntries(result.profiles.map((p) => [ctx.keys.exec(p.app, p.node, p.task), JSON.stringify(p)])));
     }

@@ -87,7 +87,14 @@ function outputsFor(task: TaskSpec, outputs: string[], child: string): string[] 
   return i >= 0 && outputs[i] ? [outputs[i]] : [];
 }
 
-export async function profileApp(app: AppSpec, node: string, opts: { log?: (line: string) => void; workDir?: string } = {}): Promise<AppProfileResult> {
+export interface ProfileAppOptions {
+  log?: (line: string) => void;
+  workDir?: string;
+  /** Called after each task (profiled, skipped or failed): tasks dealt with so far, of all. */
+  onTask?: (done: number, total: number) => void;
+}
+
+export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOptions = {}): Promise<AppProfileResult> {
   const result: AppProfileResult = { node, app: app.name, profiles: [], skipped: [], failed: [] };
   if (app.sampleInputs.length === 0) {
     // An empty sample_input/ is allowed (the app waits for `submit`): nothing to measure with.
@@ -106,58 +113,63 @@ export async function profileApp(app: AppSpec, node: string, opts: { log?: (line
   // Such an app's Python tasks need their scripts mounted at /centralized_scheduler, which takes
   // root (an agent in a container is not): say so once per task rather than fail each.
   const noMount = usesCentralized(app) ? centralizedUnavailable(app) : undefined;
+  // One task: profiled, or skipped / failed with the reason (its children are then skipped).
+  const one = async (task: TaskSpec): Promise<void> => {
+    const ps = parents.get(task.name) ?? [];
+    const blocker = ps.find((p) => blocked.has(p.name));
+    if (!task.execProfiler) {
+      result.skipped.push({ task: task.name, reason: 'exec_profiler is false' });
+      blocked.set(task.name, 'skipped');
+      return;
+    }
+    if (noMount && task.language === 'python') {
+      result.skipped.push({ task: task.name, reason: noMount });
+      blocked.set(task.name, 'skipped');
+      return;
+    }
+    if (blocker) {
+      result.skipped.push({ task: task.name, reason: `needs the output of ${blocked.get(blocker.name)} task ${blocker.name}` });
+      blocked.set(task.name, 'skipped');
+      return;
+    }
+    // NUM_INPUTS files of one job: what the parents sent it (a FLAG-true parent may send
+    // several), or the files of the first sample job for an entry task.
+    const firstJob = jobPrefix(basename(app.sampleInputs[0]!));
+    const sources = (ps.length === 0
+      ? app.sampleInputs.filter((f) => jobPrefix(basename(f)) === firstJob)
+      : ps.flatMap((p) => outputsFor(p, outputs.get(p.name) ?? [], task.name))).slice(0, Math.max(1, task.numInputs));
+    if (sources.length === 0) {
+      result.skipped.push({ task: task.name, reason: 'its parents produced no output for it' });
+      blocked.set(task.name, 'skipped');
+      return;
+    }
+    const pathin = join(root, task.name, 'in');
+    const pathout = join(root, task.name, 'out');
+    await mkdir(pathin, { recursive: true });
+    await mkdir(pathout, { recursive: true });
+    const names: string[] = [];
+    for (const [i, src] of sources.entries()) {
+      let name = basename(src);
+      if (names.includes(name)) name = `${i}-${name}`;
+      await copyFile(src, join(pathin, name));
+      names.push(name);
+    }
+    try {
+      const { durationSec, outs } = await timedCall(app, task, node, names, pathin, pathout, shared);
+      let outputBytes = 0;
+      for (const o of outs) outputBytes += (await stat(o)).size;
+      outputs.set(task.name, outs);
+      result.profiles.push({ app: app.name, task: task.name, node, durationSec, outputBytes, updatedAt: Date.now() });
+      opts.log?.(`exec profile ${app.name}/${task.name}: ${(durationSec * 1000).toFixed(0)} ms, ${outputBytes} B out`);
+    } catch (e) {
+      result.failed.push({ task: task.name, reason: (e as Error).message });
+      blocked.set(task.name, 'failed');
+    }
+  };
   try {
-    for (const task of order) {
-      const ps = parents.get(task.name) ?? [];
-      const blocker = ps.find((p) => blocked.has(p.name));
-      if (!task.execProfiler) {
-        result.skipped.push({ task: task.name, reason: 'exec_profiler is false' });
-        blocked.set(task.name, 'skipped');
-        continue;
-      }
-      if (noMount && task.language === 'python') {
-        result.skipped.push({ task: task.name, reason: noMount });
-        blocked.set(task.name, 'skipped');
-        continue;
-      }
-      if (blocker) {
-        result.skipped.push({ task: task.name, reason: `needs the output of ${blocked.get(blocker.name)} task ${blocker.name}` });
-        blocked.set(task.name, 'skipped');
-        continue;
-      }
-      // NUM_INPUTS files of one job: what the parents sent it (a FLAG-true parent may send
-      // several), or the files of the first sample job for an entry task.
-      const firstJob = jobPrefix(basename(app.sampleInputs[0]!));
-      const sources = (ps.length === 0
-        ? app.sampleInputs.filter((f) => jobPrefix(basename(f)) === firstJob)
-        : ps.flatMap((p) => outputsFor(p, outputs.get(p.name) ?? [], task.name))).slice(0, Math.max(1, task.numInputs));
-      if (sources.length === 0) {
-        result.skipped.push({ task: task.name, reason: 'its parents produced no output for it' });
-        blocked.set(task.name, 'skipped');
-        continue;
-      }
-      const pathin = join(root, task.name, 'in');
-      const pathout = join(root, task.name, 'out');
-      await mkdir(pathin, { recursive: true });
-      await mkdir(pathout, { recursive: true });
-      const names: string[] = [];
-      for (const [i, src] of sources.entries()) {
-        let name = basename(src);
-        if (names.includes(name)) name = `${i}-${name}`;
-        await copyFile(src, join(pathin, name));
-        names.push(name);
-      }
-      try {
-        const { durationSec, outs } = await timedCall(app, task, node, names, pathin, pathout, shared);
-        let outputBytes = 0;
-        for (const o of outs) outputBytes += (await stat(o)).size;
-        outputs.set(task.name, outs);
-        result.profiles.push({ app: app.name, task: task.name, node, durationSec, outputBytes, updatedAt: Date.now() });
-        opts.log?.(`exec profile ${app.name}/${task.name}: ${(durationSec * 1000).toFixed(0)} ms, ${outputBytes} B out`);
-      } catch (e) {
-        result.failed.push({ task: task.name, reason: (e as Error).message });
-        blocked.set(task.name, 'failed');
-      }
+    for (const [index, task] of order.entries()) {
+      await one(task);
+      opts.onTask?.(index + 1, order.length);
     }
   } finally {
     await shared?.close().catch(() => undefined);

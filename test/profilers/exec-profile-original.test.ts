@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadApp } from '../../config/app/load.js';
 import { profileApp } from '../../profilers/exec/profile-app.js';
+import { ensureCentralizedMountPoint } from '../../circe/compat/centralized.js';
 import { fixturesDir } from '../support/paths.js';
 
 describe('profilers: execution profile of an original-format app without root', () => {
@@ -34,5 +35,24 @@ describe('profilers: execution profile of an original-format app without root', 
     // Each one is skipped for root (the entry task) or because its parent was.
     expect(r.skipped.map((s) => s.task).sort()).to.deep.equal(python);
     expect(r.skipped.find((s) => s.task === 'split')?.reason).to.match(/needs root/);
+  });
+});
+
+describe('process runtime: an original-format app where /centralized_scheduler cannot be mounted', () => {
+  it('stops deploy with an error naming the path, the tasks and the fixes', async () => {
+    const app = await loadApp(join(fixturesDir, 'original', 'ojoin'));
+    const getuid = process.getuid;
+    process.getuid = () => 1000;
+    let err: (Error & { hint?: string; file?: string }) | undefined;
+    try {
+      ensureCentralizedMountPoint(app);
+    } catch (e) {
+      err = e as typeof err;
+    } finally {
+      process.getuid = getuid;
+    }
+    expect(err?.message).to.equal('the scripts of ojoin open files under /centralized_scheduler/ (tasks split, left, right, merge, note): the process runtime mounts the scripts there in a private mount namespace per runner, which needs root');
+    expect(err?.hint).to.match(/--runtime docker.*or run jupiter as root on a Linux machine with util-linux `unshare`/);
+    expect(err?.file).to.match(/ojoin\/scripts$/);
   });
 });

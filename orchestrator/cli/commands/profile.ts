@@ -75,7 +75,7 @@ export function register(program: Command): void {
     .option('--json', 'print the replies as JSON')
     .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
     .option('--prefix <prefix>', 'Redis key prefix (default: the configuration\'s)')
-    .option('--timeout <seconds>', 'give up waiting for agents after this long', '300')
+    .option('--timeout <seconds>', 'give up on an agent that finished no task and sent no answer for this long', '300')
     .option('--serial', 'profile one node at a time (for nodes sharing one machine)')
     .exitOverride()
     .action(action(async (appArg: string, _local: unknown, command: Command) => {
@@ -99,6 +99,7 @@ export function register(program: Command): void {
           timeoutMs,
           serial: flags.serial,
           onReply: (r) => step.update(`${++done} node(s) answered (last: ${r.node})`),
+          onProgress: (node, n, total) => step.update(`${done} node(s) answered; ${node}: ${n}/${total} tasks`),
         });
         if (res.asked.length === 0) {
           step.fail('no live agents');

@@ -1,0 +1,71 @@
+// Execution profiling of a long app: a node that keeps finishing tasks is waited for past the
+// silence limit (with its count of tasks shown), a silent one is given up after that limit.
+import { expect } from 'chai';
+import type { Redis } from 'ioredis';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { redisKeys } from '../../config/redis-keys.js';
+import type { AppSpec } from '../../config/types.js';
+import { requestExecProfiles } from '../../orchestrator/profiles/exec.js';
+import { reply } from '../../profilers/agent/inbox.js';
+import { heartbeat } from '../../profilers/agent/registry.js';
+import type { ExecProfileProgress, ExecProfileReply, ExecProfileRequest } from '../../profilers/exec/handler.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+
+const PREFIX = 'jx:';
+const keys = redisKeys(PREFIX);
+
+/** An agent that answers exec-profile requests with `tasks` progress notes, one every `everyMs`. */
+async function scriptedAgent(redis: Redis, node: string, tasks: number, everyMs: number, stop: { done: boolean }): Promise<void> {
+  const conn = redis.duplicate();
+  try {
+    while (!stop.done) {
+      const res = await conn.blpop(keys.agentInbox(node), 0.2);
+      if (!res) continue;
+      const msg = JSON.parse(res[1]) as ExecProfileRequest;
+      for (let i = 1; i <= tasks; i++) {
+        await new Promise((r) => setTimeout(r, everyMs));
+        const note: ExecProfileProgress = { node, progress: { done: i, total: tasks } };
+        await reply(redis, keys, msg.id, note);
+      }
+      const body: ExecProfileReply = { node, ok: true, app: msg.app, profiles: [], skipped: [], failed: [] };
+      await reply(redis, keys, msg.id, body);
+    }
+  } finally {
+    conn.disconnect();
+  }
+}
+
+describe('execution profiling: waiting for nodes as long as they advance', function () {
+  this.timeout(20_000);
+  let srv: TestRedis;
+  let redis: Redis;
+  before(async () => {
+    srv = await startTestRedis();
+    redis = connectRedis(srv.url);
+    for (const node of ['node1', 'node2']) {
+      await heartbeat(redis, keys, { node, host: '127.0.0.1', port: 1, pid: process.pid, startedAt: Date.now(), heartbeatAt: Date.now(), periodMs: 60_000, hostname: 'test' });
+    }
+  });
+  after(async () => {
+    redis.disconnect();
+    await srv.stop();
+  });
+
+  it('waits for an advancing node past the silence limit and gives up a silent one', async () => {
+    const stop = { done: false };
+    // node1 needs 12 x 60 ms = 720 ms, four times the 180 ms silence limit; node2 never answers.
+    const agent = scriptedAgent(redis, 'node1', 12, 60, stop);
+    const seen: Array<[string, number, number]> = [];
+    const t0 = Date.now();
+    const app = { name: 'long', dir: '/nowhere/long' } as AppSpec;
+    const res = await requestExecProfiles(redis, app, { prefix: PREFIX, timeoutMs: 180, onProgress: (n, d, t) => seen.push([n, d, t]) });
+    stop.done = true;
+    await agent;
+    expect(Date.now() - t0).to.be.greaterThan(700);
+    expect(res.asked.sort()).to.deep.equal(['node1', 'node2']);
+    expect(res.replies.map((r) => [r.node, r.ok])).to.deep.equal([['node1', true]]);
+    expect(res.missing).to.deep.equal(['node2']);
+    expect(seen.map((s) => s[1])).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(seen.every(([n, , t]) => n === 'node1' && t === 12)).to.equal(true);
+  });
+});

@@ -35,20 +35,27 @@ export interface SinkOptions {
 }
 
 /**
- * Where an output lands: flat, `<outputDir>/<name>`, as in the original's home `/output` folder
- * (Jupiter's naming keeps names unique per job). `owner` is the item that wrote that name first
- * into this folder (AppKeys.owners): when another item delivers the same name (possible only when one job id was
- * submitted twice), its file becomes `<name>.<item>`, so nothing is overwritten.
+ * The file an output becomes in the output folder: flat, `<name>`, as in the original's home
+ * `/output` folder (Jupiter's naming keeps names unique per job). `owner` is the item that wrote
+ * that name first into this folder (AppKeys.owners): when another item delivers the same name
+ * (possible only when one job id was submitted twice), its file is `<name>.<item>`, so nothing is
+ * overwritten. The item's delivered set (and so its item-done event, `status` and the tables of
+ * `deploy` and `submit`) holds the files so named: each names the file it is.
  */
+export function outputFile(item: string, name: string, owner: string | undefined = item): string {
+  return owner === item ? name : `${name}.${item}`;
+}
+
+/** Where an output lands: `<outputDir>/<outputFile>`. */
 export function outputPath(outputDir: string, item: string, name: string, owner: string | undefined = item): string {
-  return owner === item ? join(outputDir, name) : join(outputDir, `${name}.${item}`);
+  return join(outputDir, outputFile(item, name, owner));
 }
 
 /** What delivering one file came to: the item's makespan when it finished it, or the error. */
 type Outcome = { makespan: number; outputs: string[]; at: number } | { error: Error; permanent: boolean };
 
 /** What the look before a write found for one file (Sink.look). */
-type Look = { kind: 'phantom' } | { kind: 'seen' } | { kind: 'new'; owner: string; bytes: Buffer | null };
+type Look = { kind: 'phantom' } | { kind: 'seen'; owner: string } | { kind: 'new'; owner: string; bytes: Buffer | null };
 
 /** Files up to this size are written synchronously. */
 const SYNC_WRITE_BYTES = 1024 * 1024;
@@ -149,7 +156,7 @@ export class Sink {
 
   /**
    * One round trip looks at a group of files (scripts.ts LOOK): a phantom (never stored, see
-   * PHANTOM_FN), a name the item delivered already, or a new file with the owner of its plain
+   * PHANTOM_FN), a file the item delivered already, or a new file with the owner of its plain
    * path (in Redis: a restarted sink must not give a second item the name) and, for a large
    * file, its bytes.
    */
@@ -165,7 +172,7 @@ export class Sink {
     return res.map((r, i): Look => {
       const verdict = r[0]!.toString();
       if (verdict === 'phantom') return { kind: 'phantom' };
-      if (verdict === '1') return { kind: 'seen' };
+      if (verdict === '1') return { kind: 'seen', owner: r[1]!.toString() };
       const inline = ds[i]!.inline;
       return { kind: 'new', owner: r[1]!.toString(), bytes: inline === undefined ? (r[2]!.length > 0 ? r[2]! : null) : Buffer.from(inline, 'base64') };
     });
@@ -205,12 +212,13 @@ export class Sink {
     let n = 0;
     ds.forEach((d, i) => {
       if (outcomes[i]) return;
-      if (looks[i]!.kind === 'phantom') {
+      const l = looks[i]!;
+      if (l.kind === 'phantom') {
         fin.hincrby(k.stats, 'dupSuppressed', 1);
         fin.jFinish(k.pending(d.item), k.item(d.item), k.stats, k.makespans, k.queued(SINK_QUEUE), d.id, now, this.settings.eventsMaxLen, k.app);
         n += 2;
       } else {
-        fin.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, k.queued(SINK_QUEUE), d.name, now, d.id, k.blob(''), d.blob, this.settings.eventsMaxLen, k.app);
+        fin.jDeliver(k.out(d.item), k.item(d.item), k.stats, k.pending(d.item), k.makespans, k.queued(SINK_QUEUE), outputFile(d.item, d.name, l.owner), now, d.id, k.blob(''), d.blob, this.settings.eventsMaxLen, k.app);
         n += 1;
       }
       at[i] = n - 1;

@@ -12,7 +12,7 @@
 //   A done:<task>:<item>      string  marker: task ran for item (expires; suppresses redeliveries)
 //   A pending:<item>          set     delivery ids of the item still in flight (empty = item finished)
 //   A item:<item>             hash    enteredAt, file, runId, lastOutputAt, doneAt, makespanMs, failed
-//   A out:<item>              set     output names delivered at the sink (exactly-once dedup)
+//   A out:<item>              set     output files delivered at the sink, as named in the output folder (exactly-once dedup)
 //   A rt:<item>               hash    runtime records `<task>|enter|start|finish|node|file|in` (in: input bytes)
 //   A items                   zset    item ids by entry time (bounded; oldest records trimmed)
 //   A makespans               list    recent makespans in ms (bounded)

@@ -231,8 +231,9 @@ return res
 
 const DELIVER = FINISH_FN + `
 -- The sink wrote the file: count it delivered once, or as a suppressed duplicate; free the blob;
--- finish the delivery. KEYS: delivered names, item, stats, pending, makespans, sink's queued set
--- ARGV: output name, now, delivery id, blob key prefix, blob id, eventsMaxLen, app
+-- finish the delivery. KEYS: delivered files, item, stats, pending, makespans, sink's queued set
+-- ARGV: output file as written (its name, or <name>.<item> when another item owns the name: see
+--   LOOK), now, delivery id, blob key prefix, blob id, eventsMaxLen, app
 -- Returns {makespan, delivered names...} when the item finished, else {-1}.
 if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], 'lastOutputAt', ARGV[2])
@@ -251,12 +252,13 @@ return out
 const LOOK = PHANTOM_FN + `
 -- The sink's look at a group of files before it writes them (one round trip). Per file:
 --   {'phantom'}           sent by a run its sender's commit refused (PHANTOM_FN): never written
---   {'1'}                 the name is in the item's delivered set already: only counted
---   {'0', owner, bytes}   owner: the item that owns the plain output path (this one unless
---                         another item took it first; kept in Redis so that a restarted sink
---                         knows it); bytes: a large file's blob ('' when gone; a small file
+--   {'1', owner}          the item delivered this file already: only counted
+--   {'0', owner, bytes}   a new file; bytes: a large file's blob ('' when gone; a small file
 --                         carries its own, and only the blob's existence is looked at)
--- KEYS: 1 owners hash, then per file 3 keys: the item's delivered names, the blob, the sender's
+-- owner: the item that owns the plain output path (this one unless another item took it first;
+-- kept in Redis so that a restarted sink knows it). The item's file is the name when it owns
+-- it, else <name>.<item> (sink.ts outputFile); the item's delivered set holds its files so named.
+-- KEYS: 1 owners hash, then per file 3 keys: the item's delivered files, the blob, the sender's
 --   done marker
 -- ARGV: per file: name, plain output path, delivery id, item, '1' when the bytes are wanted
 local out = {}
@@ -267,16 +269,20 @@ for f = 0, (#KEYS - 1) / 3 - 1 do
   local present = bytes or (not want and redis.call('EXISTS', blob) == 1)
   if not present and phantom(sender, id) then
     out[f + 1] = {'phantom'}
-  elseif redis.call('SISMEMBER', names, name) == 1 then
-    out[f + 1] = {'1'}
   else
-    if redis.call('HSETNX', KEYS[1], path, item) == 1 then
-      -- The paths an item owns, under a field of its own, so that trimming its records frees them.
-      local owned = 'item:' .. item
-      local list = redis.call('HGET', KEYS[1], owned)
-      redis.call('HSET', KEYS[1], owned, list and (list .. '\\n' .. path) or path)
+    local owner = redis.call('HGET', KEYS[1], path) or item
+    local file = owner == item and name or (name .. '.' .. item)
+    if redis.call('SISMEMBER', names, file) == 1 then
+      out[f + 1] = {'1', owner}
+    else
+      if redis.call('HSETNX', KEYS[1], path, item) == 1 then
+        -- The paths an item owns, under a field of its own, so that trimming its records frees them.
+        local owned = 'item:' .. item
+        local list = redis.call('HGET', KEYS[1], owned)
+        redis.call('HSET', KEYS[1], owned, list and (list .. '\\n' .. path) or path)
+      end
+      out[f + 1] = {'0', owner, bytes or ''}
     end
-    out[f + 1] = {'0', redis.call('HGET', KEYS[1], path), bytes or ''}
   end
 end
 return out
@@ -303,7 +309,7 @@ export interface ScriptedRedis extends Redis {
   jCommit(numKeys: number, ...keysAndArgs: Array<string | number | Buffer>): Promise<number[]>;
   /** numKeys, keys, args: see LOOK. */
   jLookBuffer(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<Buffer[][]>;
-  jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, queued: string, name: string, now: number, id: string, blobPrefix: string, blob: string, eventsMaxLen: number, app: string): Promise<Array<number | string>>;
+  jDeliver(out: string, item: string, stats: string, pending: string, makespans: string, queued: string, file: string, now: number, id: string, blobPrefix: string, blob: string, eventsMaxLen: number, app: string): Promise<Array<number | string>>;
   jRelease(blobPrefix: string, blob: string, holder: string): Promise<number>;
   jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number, eventsMaxLen: number, app: string): Promise<number>;
 }

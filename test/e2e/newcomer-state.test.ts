@@ -2,11 +2,13 @@
 // working directory, with a small JavaScript chain app deployed from a folder path:
 //   7. which state folder is in use is printed, and a configuration elsewhere resolves its own;
 //   1. a deploy that cannot start (its Docker engine is unreachable) leaves the running
-//      deployment untouched, and says so;
+//      deployment untouched, and says so; one that fails after replacing it says nothing runs;
 //   3. `teardown <folder path>` removes the deployment made from that path;
-//   4. after teardown, a new MQTT subscriber gets nothing of the app (retained topics cleared).
+//   4. after teardown, a new MQTT subscriber gets nothing of the app (retained topics cleared);
+//  11. a submitted item whose output name another item took gets its own file, and the submit
+//      table names that file (not the other item's).
 import { expect } from 'chai';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { isAlive } from '../../circe/runtime/pid.js';
@@ -75,6 +77,42 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
     const st = JSON.parse((await box.ok(['status', APP, '--json'])).stdout) as { deployment: { runId: string; runtime: string } };
     expect(st.deployment).to.include({ runId, runtime: 'process' });
     expect(pids.filter((p) => !isAlive(p)), 'runners killed by the failed deploy').to.deep.equal([]);
+  });
+
+  it('1: a deploy that fails after replacing the running one says that nothing of the app runs now', async () => {
+    // The same app from another folder, with a task too slow for the 1 s --wait (each item takes
+    // at least 4 s): every check passes, the running deployment is replaced, then the wait fails.
+    const slowDir = writeChainApp(join(box.cwd, 'slow-apps'), APP, { tasks: 2, sleepMs: 4000 });
+    const old = box.runners(APP).map((s) => s.runnerPid);
+    expect(old).to.have.length(3);
+    const r = await box.run(['deploy', slowDir, '--runtime', 'process', '--wait', '--timeout', '1'], { timeoutMs: 110_000 });
+    expect(r.code, r.stderr).to.equal(1);
+    expect(r.stderr).to.include('did not finish in time');
+    expect(r.stderr, r.stderr).to.include(`state: the previous deployment of ${APP} (run ${runId}) had been removed; nothing of ${APP} runs now; what the new deployment started was removed`);
+    const st = await box.run(['status', APP]);
+    expect(st.code).to.equal(2);
+    expect([...old, ...box.runners(APP).map((s) => s.runnerPid)].filter(isAlive), 'runners left running').to.deep.equal([]);
+    // Deployed again for the tests below.
+    const again = await box.ok(['deploy', appDir, '--runtime', 'process', '--wait', '--json'], { timeoutMs: 110_000 });
+    runId = (JSON.parse(again.stdout) as { deployment: { runId: string } }).deployment.runId;
+  });
+
+  it('11: a second item of one job gets its own file, and the submit table names that file, not the first item\'s', async () => {
+    const out = (JSON.parse((await box.ok(['status', APP, '--json'])).stdout) as { deployment: { outputDir: string } }).deployment.outputDir;
+    expect(readdirSync(out)).to.deep.equal(['0s_t1.txt']);
+    mkdirSync(join(box.cwd, 'again'));
+    const input = join(box.cwd, 'again', '0s.txt');
+    writeFileSync(input, 'again\n');
+    const r = await box.ok(['submit', APP, input, '--wait']);
+    const item = /^(\S+)\t0s\.txt$/m.exec(r.stdout)?.[1];
+    expect(item, r.stdout).to.be.a('string').and.not.equal('0s');
+    const file = `0s_t1.txt.${item!}`;
+    const esc = (t: string): string => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    expect(r.stdout, 'the table row of the new item').to.match(new RegExp(`│\\s*${esc(item!)}\\s*│.*│\\s*${esc(file)}\\s*│`));
+    expect(r.stdout).to.include(`outputs: ${out}`);
+    expect(readdirSync(out).sort()).to.deep.equal(['0s_t1.txt', file]);
+    expect(readFileSync(join(out, file), 'utf8')).to.equal('again\nt0\nt1\n');
+    expect(readFileSync(join(out, '0s_t1.txt'), 'utf8')).to.equal('sample\nt0\nt1\n');
   });
 
   it('3 and 4: `teardown <folder path>` removes it; new subscribers get none of its retained topics', async () => {

@@ -4,7 +4,7 @@
 // step with its duration, and puts `jupiter` on the PATH.
 import { expect } from 'chai';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../support/paths.js';
@@ -31,7 +31,8 @@ function sh(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.Proce
   }));
 }
 
-describe('set-up: package-lock.json is complete for npm ci', () => {
+describe('set-up: package-lock.json is complete for npm ci', function () {
+  this.timeout(60_000);
   it('every dependency and optional dependency of every locked package has an entry', () => {
     const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
     const missing: string[] = [];
@@ -41,6 +42,19 @@ describe('set-up: package-lock.json is complete for npm ci', () => {
       }
     }
     expect(missing, 'regenerate the lock: npm install --package-lock-only').to.deep.equal([]);
+  });
+
+  it('npm ci itself accepts it (dry run, offline: npm\'s own lock check, nothing downloaded)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'jupiter-npm-ci-'));
+    try {
+      for (const f of ['package.json', 'package-lock.json']) copyFileSync(join(repoRoot, f), join(dir, f));
+      const r = await sh('npm', ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir });
+      expect(r.code, r.out).to.equal(0);
+      expect(r.out).to.not.match(/in sync|Missing:/);
+      expect(r.out).to.match(/added \d+ packages/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -88,6 +88,9 @@ export interface NodeConfig {
 
 export type RuntimeName = 'process' | 'docker';
 
+/** Where output bytes travel: through the home's Redis, or from the producing node to the receiving one. */
+export type DataPath = 'central' | 'direct';
+
 export interface ClusterConfig {
   /** Where the configuration came from (file paths), or 'embedded default'. */
   source: string;
@@ -102,6 +105,8 @@ export interface ClusterConfig {
   };
   mapper: string;
   runtime: RuntimeName;
+  /** Where output bytes travel by default (a deploy may override): central (via Redis) or direct (node to node). */
+  dataPath: DataPath;
   /** First entry is always the home. */
   home: NodeConfig;
   /** Compute nodes (never the home). */

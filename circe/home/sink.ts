@@ -19,6 +19,7 @@ import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, execOrThrow } from '../queue/transport.js';
 import { Grouper } from '../runner/group.js';
+import { DataPlane } from '../dataplane/plane.js';
 import { HELD_BYTES, PREFETCH } from '../runner/limits.js';
 
 export interface SinkOptions {
@@ -58,6 +59,8 @@ export class Sink {
   private readonly workerRedis: Redis;
   private settings!: PipelineSettings;
   private queues!: AppQueues;
+  /** Direct data path: fetches outputs from the nodes that keep them. */
+  private plane?: DataPlane;
   private readonly keys: AppKeys;
   private readonly recorded = new Set<string>();
   private readonly dirs = new Set<string>();
@@ -183,7 +186,9 @@ export class Sink {
       if (l.kind !== 'new') return undefined;
       if (!l.bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
       try {
-        await this.write(d, l.bytes, l.owner, d.inline !== undefined);
+        // Direct path: the record is a pointer; the bytes come from the node that keeps them.
+        const bytes = d.src ? await (await this.dataPlane()).fetch(d.src, d.blob) : l.bytes;
+        await this.write(d, bytes, l.owner, d.inline !== undefined);
         return undefined;
       } catch (e) {
         this.dirs.clear();
@@ -218,6 +223,11 @@ export class Sink {
       const [makespan, ...outputs] = Array.isArray(reply) ? (reply as Array<number | string>) : [reply as number];
       return { makespan: Number(makespan), outputs: outputs.map(String), at: now };
     });
+  }
+
+  private async dataPlane(): Promise<DataPlane> {
+    this.plane ??= await DataPlane.reader({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node ?? 'home', log: this.opts.log ?? (() => undefined) });
+    return this.plane;
   }
 
   async close(): Promise<void> {

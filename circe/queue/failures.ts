@@ -25,6 +25,8 @@ export interface StoredInput {
   at: number;
   /** Bytes (a missing blob reads back as 0 bytes from the arrive script). */
   size?: number;
+  /** Direct data path: the node holding the bytes (Delivery.src). */
+  src?: string;
 }
 
 export interface DeadLetter {

@@ -24,6 +24,8 @@
 //                                     (outputPath: kept here so that a restarted sink knows it);
 //                                     `item:<id>` -> the paths that item owns, one a line (trimmed
 //                                     with the item's records, so the hash stays bounded)
+//   A data:token              string  the deployment's data token (direct data path, circe/dataplane)
+//   A data:<node>             hash    data endpoints (host:port -> registered at) of the node's runners
 //   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
 import { redisKeys } from '../../config/redis-keys.js';
 
@@ -54,6 +56,8 @@ export interface AppKeys {
   helper(task: string): string;
   owners: string;
   ready: string;
+  dataToken: string;
+  dataNodes(node: string): string;
 }
 
 export function appKeys(prefix: string, app: string): AppKeys {
@@ -82,5 +86,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     helper: (t) => `${a}helper:${t}`,
     owners: `${a}owners`,
     ready: `${a}ready`,
+    dataToken: `${a}data:token`,
+    dataNodes: (n) => `${a}data:${n}`,
   };
 }

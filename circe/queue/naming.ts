@@ -23,6 +23,11 @@ export interface Delivery {
   from: string;
   /** Bytes. */
   size: number;
+  /**
+   * Direct data path: the node that keeps the bytes (the blob record then holds only a pointer);
+   * the receiver fetches them from there (circe/dataplane).
+   */
+  src?: string;
   /** Attempts this delivery already used (a retried delivery travels alone, delayed). */
   tries?: number;
   /** The bytes, base64, when the file is at most INLINE_MAX bytes (the blob holds them too). */

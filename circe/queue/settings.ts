@@ -2,6 +2,7 @@
 // runner, the source and the sink read the same values from Redis, so they always agree.
 import type { Redis } from 'ioredis';
 import { inputError } from '../../config/errors.js';
+import type { DataPath } from '../../config/types.js';
 import { appKeys } from './keys.js';
 
 export interface PipelineSettings {
@@ -25,7 +26,20 @@ export interface PipelineSettings {
   keepFailedJobs: number;
   /** Events stream length (approximate cap). */
   eventsMaxLen: number;
+  /**
+   * Where output bytes travel: `central` through the one Redis at the home; `direct` from the
+   * producing node to the receiving one (circe/dataplane), Redis carrying the control only.
+   * Files up to INLINE_MAX travel inside their deliveries either way.
+   */
+  dataPath: DataPath;
+  /** Direct path: bytes a node's store may hold for receivers that have not taken them yet. */
+  storeBytes: number;
+  /** Direct path: how long a receiver keeps asking an unreachable node (and a producer waits on a full store), ms. */
+  fetchPatienceMs: number;
 }
+
+export type { DataPath };
+export const DATA_PATHS: readonly DataPath[] = ['central', 'direct'];
 
 export const DEFAULT_SETTINGS: PipelineSettings = {
   attempts: 3,
@@ -38,11 +52,20 @@ export const DEFAULT_SETTINGS: PipelineSettings = {
   keepItems: 100_000,
   keepFailedJobs: 1000,
   eventsMaxLen: 10_000,
+  dataPath: 'central',
+  storeBytes: 1024 ** 3,
+  fetchPatienceMs: 120_000,
 };
 
 export function checkSettings(s: Partial<PipelineSettings>): PipelineSettings {
   const out = { ...DEFAULT_SETTINGS, ...s };
+  if (!DATA_PATHS.includes(out.dataPath)) {
+    throw inputError(`pipeline setting dataPath must be one of ${DATA_PATHS.join(', ')}, got ${JSON.stringify(out.dataPath)}`, {
+      hint: 'central: bytes through the home\'s Redis; direct: node to node',
+    });
+  }
   for (const [k, v] of Object.entries(out)) {
+    if (k === 'dataPath') continue;
     const min = k === 'backoffMs' ? 0 : 1;
     if (typeof v !== 'number' || !Number.isFinite(v) || v < min || !Number.isInteger(v)) {
       throw inputError(`pipeline setting ${k} must be an integer >= ${min}, got ${String(v)}`, {

@@ -12,7 +12,10 @@ import type { PipelineSettings } from './settings.js';
 
 export interface OutgoingFile {
   name: string;
+  /** The bytes; on the direct path, the pointer to the node that keeps them (see `stored`). */
   bytes: Buffer;
+  /** Direct data path: the bytes stay on this node's store (circe/dataplane); `size` is theirs. */
+  stored?: { node: string; size: number };
   /** Receiving queues (task names, or `home` for the sink). */
   to: string[];
 }
@@ -86,14 +89,16 @@ export class AppQueues {
     const stageArgs: Array<string | Buffer | number> = [];
     let outputs = 0;
     for (const f of files) {
-      checkBlobSize(f.name, f.bytes.length, this.settings.maxBlobBytes);
+      const size = f.stored?.size ?? f.bytes.length;
+      checkBlobSize(f.name, size, this.settings.maxBlobBytes);
       const blob = blobIdFor(item, from, f.name);
       const ids = f.to.map((to, i) => deliveryIdFor(item, from, f.name, to, i));
       if (ids.length === 0) continue;
       stageArgs.push(blob, f.bytes, ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
       outputs++;
-      const inline = inlineBytes(f.bytes);
-      f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length, inline } }));
+      const inline = f.stored ? undefined : inlineBytes(f.bytes);
+      const src = f.stored?.node;
+      f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size, inline, ...(src ? { src } : {}) } }));
     }
     return { jobs, outputs, stageArgs };
   }

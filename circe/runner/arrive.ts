@@ -30,7 +30,7 @@ export async function arriveGroup(redis: ScriptedRedis, k: AppKeys, task: TaskSp
   const meta = JSON.stringify({ app: k.app, task: T, node, n: task.numInputs });
   const args: Array<string | number> = [task.numInputs, `${T}|enter`, k.blob(''), meta];
   for (const { d, at } of group) {
-    const mine: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at, size: d.size };
+    const mine: StoredInput = { id: d.id, name: d.name, blob: d.blob, from: d.from, at, size: d.size, ...(d.src ? { src: d.src } : {}) };
     keys.push(k.done(T, d.item), k.join(T, d.item), k.rt(d.item), k.blob(d.blob), k.joins(d.item), k.done(d.from, d.item));
     args.push(d.id, JSON.stringify(mine), at);
   }

@@ -31,7 +31,8 @@ import { connectRedis } from '../queue/connection.js';
 import { addEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInput } from '../queue/failures.js';
 import { appKeys, type AppKeys } from '../queue/keys.js';
-import { BUNDLE_MAX, type BundleJob } from '../queue/naming.js';
+import { blobIdFor, BUNDLE_MAX, INLINE_MAX, type BundleJob } from '../queue/naming.js';
+import { DataPlane, defaultDataRoot } from '../dataplane/plane.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
@@ -70,6 +71,8 @@ export interface TaskRunnerOptions {
   shared?: { redis: Redis; workerRedis: Redis };
   /** Where the task's Python worker writes its output (a file descriptor; default: the runner's stderr). */
   taskStderr?: number;
+  /** Direct data path: this node's store folder (default: under the work root, per app and node). */
+  dataDir?: string;
 }
 
 /** Errors that a retry cannot fix go straight to the dead letters. */
@@ -92,6 +95,8 @@ export class TaskRunner {
   private readonly redis: ScriptedRedis;
   private readonly workerRedis: Redis;
   private queues?: AppQueues;
+  /** The direct data path (settings.dataPath `direct`): this node's store and data endpoint. */
+  private plane?: DataPlane;
   private settings!: PipelineSettings;
   private readonly keys: AppKeys;
   /** Jobs whose failure the processor already handled (the `failed` event must not repeat it). */
@@ -149,6 +154,10 @@ export class TaskRunner {
     const { app, task } = this.opts;
     this.settings = this.opts.settings ?? (await readSettings(this.redis, this.opts.prefix, app.name));
     this.queues = new AppQueues(this.redis, this.opts.prefix, app.name, this.settings);
+    if (this.settings.dataPath === 'direct') {
+      const dir = this.opts.dataDir ?? join(defaultDataRoot(defaultWorkRoot(), this.opts.prefix, app.name), safeDir(this.opts.node));
+      this.plane = await DataPlane.producer({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, dir, log: this.log });
+    }
     this.invoker = await createInvoker(app, task, this.opts.node, { stderr: this.opts.taskStderr });
     const parent = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
     this.slots = openSlots(parent, this.settings.concurrency);
@@ -282,15 +291,31 @@ export class TaskRunner {
       } else if (arrival.kind === 'wait') {
         settle = { ...h, kind: 'wait' };
       } else {
+        let pairs = arrival.pairs;
+        try {
+          // Direct path: inputs kept on other nodes come over here before a slot is taken, so
+          // the next item's transfer overlaps this one's run.
+          pairs = await this.fetchInputs(pairs);
+        } catch (e) {
+          await this.fail(h, e instanceof Error ? e : new Error(String(e)));
+          return;
+        }
         // The commit is already under way; the slot was emptied meanwhile. (An item that
         // finishes here gets its item-done event from the commit script itself.)
-        await this.runInSlot(h, arrival.pairs);
+        await this.runInSlot(h, pairs);
         return;
       }
       await this.settles.push(settle);
     } finally {
       this.heldBytes.give(size);
     }
+  }
+
+  /** Inputs whose bytes another node keeps (direct path), fetched from there. */
+  private async fetchInputs(pairs: Array<{ inp: StoredInput; bytes: Buffer }>): Promise<Array<{ inp: StoredInput; bytes: Buffer }>> {
+    if (!pairs.some((p) => p.inp.src)) return pairs;
+    const plane = this.plane ?? (this.plane = await DataPlane.reader({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, log: this.log }));
+    return Promise.all(pairs.map(async (p) => (p.inp.src ? { inp: p.inp, bytes: await plane.fetch(p.inp.src, p.inp.blob) } : p)));
   }
 
   /**
@@ -385,6 +410,15 @@ export class TaskRunner {
 
     const routes = routeOutputs(task, outputs.length);
     const files: OutgoingFile[] = routes.map((r) => ({ name: basename(outputs[r.output]!), bytes: readFileSync(outputs[r.output]!), to: r.to }));
+    if (this.plane) {
+      // Direct path: what does not travel inline stays here until its receivers take it.
+      for (const f of files) {
+        if (f.bytes.length <= INLINE_MAX || f.bytes.length > this.settings.maxBlobBytes || f.to.length === 0) continue;
+        const size = f.bytes.length;
+        f.bytes = await this.plane.put(blobIdFor(d.item, T, f.name), f.bytes);
+        f.stored = { node: this.opts.node, size };
+      }
+    }
     const outNames = files.map((f) => f.name);
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
     if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
@@ -418,6 +452,7 @@ export class TaskRunner {
     await this.worker?.close().catch(() => undefined);
     await this.queues?.close().catch(() => undefined);
     await this.invoker?.close().catch(() => undefined);
+    await this.plane?.close().catch(() => undefined);
     for (const s of this.slots) s.remove();
     if (this.opts.shared) return;
     await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);

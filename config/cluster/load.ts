@@ -184,7 +184,7 @@ async function buildNodes(file: ClusterConfigFile | undefined, text: string, jso
 /** Parse and schema-check the text of a jupiter.config.json (`file` is only used in messages). */
 export function parseClusterConfigText(text: string, file: string): ClusterConfigFile {
   const data = parseJsonText(text, file, CONFIG_FILE);
-  checkSchema(validateFile(), data, text, file, 'see the documented schema in config/schemas/cluster-config.ts (keys: redis, mqtt, mapper, runtime, stateDir, adapt, profiling, docker, nodes)');
+  checkSchema(validateFile(), data, text, file, 'see the documented schema in config/schemas/cluster-config.ts (keys: redis, mqtt, mapper, runtime, dataPath, stateDir, adapt, profiling, docker, nodes)');
   return data;
 }
 
@@ -265,6 +265,7 @@ export async function loadClusterConfig(opts: LoadClusterOptions = {}): Promise<
     mqtt,
     mapper,
     runtime,
+    dataPath: file?.dataPath ?? 'central',
     home: topology.home,
     nodes: topology.nodes,
     docker: { ...CLUSTER_DEFAULTS.docker, ...file?.docker },

@@ -47,6 +47,7 @@ export const clusterConfigSchema = {
     },
     mapper: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]*$', description: 'default task mapper, e.g. "heft" (env JUPITER_MAPPER)' },
     runtime: { enum: ['process', 'docker'], description: 'how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)' },
+    dataPath: { enum: ['central', 'direct'], description: 'where output bytes travel: "central" through the home\'s Redis (default), "direct" from the producing node to the receiving one' },
     stateDir: { type: 'string', minLength: 1, description: 'folder for the embedded stack and deployment state (default ".jupiter")' },
     adapt: adaptSectionSchema,
     profiling: profilingSectionSchema,
@@ -98,6 +99,7 @@ export interface ClusterConfigFile {
   mqtt?: { url?: string; username?: string; password?: string; compat?: boolean; tls?: MqttTlsFile };
   mapper?: string;
   runtime?: 'process' | 'docker';
+  dataPath?: 'central' | 'direct';
   stateDir?: string;
   adapt?: AdaptSectionFile;
   profiling?: ProfilingSectionFile;

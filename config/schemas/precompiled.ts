@@ -1022,7 +1022,7 @@ return errors === 0;
 }
 
 export const validate2 = validate12;
-const schema13 = {"$id":"https://jupiter.dev/schemas/jupiter.config.json","title":"jupiter.config.json: where Jupiter runs","type":"object","properties":{"$schema":{"type":"string"},"redis":{"type":"object","description":"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.","properties":{"url":{"type":"string","pattern":"^rediss?://","description":"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)"},"prefix":{"type":"string","pattern":"^[A-Za-z0-9_.:-]{1,64}$","description":"prefix of every key Jupiter writes (default \"jupiter:\")"}},"additionalProperties":false},"mqtt":{"type":"object","description":"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.","properties":{"url":{"type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://","description":"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)"},"username":{"type":"string","description":"env JUPITER_MQTT_USERNAME"},"password":{"type":"string","description":"env JUPITER_MQTT_PASSWORD; prefer the environment over this file"},"compat":{"type":"boolean","description":"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)"},"tls":{"type":"object","description":"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file","properties":{"ca":{"type":"string","minLength":1,"description":"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs"},"cert":{"type":"string","minLength":1,"description":"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)"},"key":{"type":"string","minLength":1,"description":"private key of cert (env JUPITER_MQTT_KEY)"},"rejectUnauthorized":{"type":"boolean","description":"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true"}},"additionalProperties":false}},"additionalProperties":false},"mapper":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]*$","description":"default task mapper, e.g. \"heft\" (env JUPITER_MAPPER)"},"runtime":{"enum":["process","docker"],"description":"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)"},"stateDir":{"type":"string","minLength":1,"description":"folder for the embedded stack and deployment state (default \".jupiter\")"},"adapt":{"type":"object","description":"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)","properties":{"mode":{"enum":["off","suggest","auto"],"description":"\"off\"; \"suggest\" (default): publish the better mapping and its predicted gain; \"auto\": also move the tasks"},"threshold":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)"},"holdSec":{"type":"number","minimum":0,"maximum":86400,"description":"how long the gain must last before acting, seconds (default 30)"}},"additionalProperties":false},"profiling":{"type":"object","description":"node agents' profiling (the agents `stack up` starts get these as `jupiter agent` flags)","properties":{"probeBudget":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)"},"probeSizesKb":{"type":"array","items":{"type":"number","exclusiveMinimum":0,"maximum":65536},"minItems":1,"maxItems":16,"description":"probe sizes in KB (default 1,10,100,1000,10000)"},"bootstrapRounds":{"type":"integer","minimum":1,"maximum":10,"description":"times the start-up burst sends every size to every peer (default 3)"},"refreshSec":{"type":"number","exclusiveMinimum":0,"maximum":86400,"description":"period of the steady-state probe round in seconds (default 60)"},"probeTimeoutSec":{"type":"number","exclusiveMinimum":0,"maximum":3600,"description":"a probe taking longer fails: how soon a cut link shows (default 60)"}},"additionalProperties":false},"docker":{"type":"object","description":"container settings of the docker runtime","properties":{"baseImage":{"type":"string","minLength":1,"description":"image with node (and python3 for Python tasks); default \"jupiter/base:local\""},"network":{"enum":["host","bridge"],"description":"container network (default \"host\")"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit per container (default 1)"},"memoryMb":{"type":"integer","minimum":16,"maximum":1048576,"description":"memory limit per container in MiB (default 512)"},"restart":{"enum":["on-failure","unless-stopped"],"description":"restart policy of task containers (default \"on-failure\": a crashed runner comes back, a clean exit stays down)"}},"additionalProperties":false},"nodes":{"type":"array","minItems":1,"description":"the machines: \"home\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"host":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[A-Za-z0-9._:\\[\\]-]+$","description":"host name or IP address of the machine"},"docker":{"type":"string","pattern":"^(unix|tcp|ssh)://","description":"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]"},"tls":{"type":"object","description":"TLS files for a tcp:// Docker endpoint (paths relative to this file)","properties":{"ca":{"type":"string","minLength":1},"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1}},"additionalProperties":false},"agent":{"type":"string","pattern":"^[^\\s]+:\\d{1,5}$","description":"host:port where the node agent listens for probes"}},"additionalProperties":false}}},"additionalProperties":false};
+const schema13 = {"$id":"https://jupiter.dev/schemas/jupiter.config.json","title":"jupiter.config.json: where Jupiter runs","type":"object","properties":{"$schema":{"type":"string"},"redis":{"type":"object","description":"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.","properties":{"url":{"type":"string","pattern":"^rediss?://","description":"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)"},"prefix":{"type":"string","pattern":"^[A-Za-z0-9_.:-]{1,64}$","description":"prefix of every key Jupiter writes (default \"jupiter:\")"}},"additionalProperties":false},"mqtt":{"type":"object","description":"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.","properties":{"url":{"type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://","description":"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)"},"username":{"type":"string","description":"env JUPITER_MQTT_USERNAME"},"password":{"type":"string","description":"env JUPITER_MQTT_PASSWORD; prefer the environment over this file"},"compat":{"type":"boolean","description":"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)"},"tls":{"type":"object","description":"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file","properties":{"ca":{"type":"string","minLength":1,"description":"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs"},"cert":{"type":"string","minLength":1,"description":"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)"},"key":{"type":"string","minLength":1,"description":"private key of cert (env JUPITER_MQTT_KEY)"},"rejectUnauthorized":{"type":"boolean","description":"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true"}},"additionalProperties":false}},"additionalProperties":false},"mapper":{"type":"string","pattern":"^[a-z0-9][a-z0-9_-]*$","description":"default task mapper, e.g. \"heft\" (env JUPITER_MAPPER)"},"runtime":{"enum":["process","docker"],"description":"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)"},"dataPath":{"enum":["central","direct"],"description":"where output bytes travel: \"central\" through the home's Redis (default), \"direct\" from the producing node to the receiving one"},"stateDir":{"type":"string","minLength":1,"description":"folder for the embedded stack and deployment state (default \".jupiter\")"},"adapt":{"type":"object","description":"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)","properties":{"mode":{"enum":["off","suggest","auto"],"description":"\"off\"; \"suggest\" (default): publish the better mapping and its predicted gain; \"auto\": also move the tasks"},"threshold":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)"},"holdSec":{"type":"number","minimum":0,"maximum":86400,"description":"how long the gain must last before acting, seconds (default 30)"}},"additionalProperties":false},"profiling":{"type":"object","description":"node agents' profiling (the agents `stack up` starts get these as `jupiter agent` flags)","properties":{"probeBudget":{"type":"number","exclusiveMinimum":0,"maximum":1,"description":"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)"},"probeSizesKb":{"type":"array","items":{"type":"number","exclusiveMinimum":0,"maximum":65536},"minItems":1,"maxItems":16,"description":"probe sizes in KB (default 1,10,100,1000,10000)"},"bootstrapRounds":{"type":"integer","minimum":1,"maximum":10,"description":"times the start-up burst sends every size to every peer (default 3)"},"refreshSec":{"type":"number","exclusiveMinimum":0,"maximum":86400,"description":"period of the steady-state probe round in seconds (default 60)"},"probeTimeoutSec":{"type":"number","exclusiveMinimum":0,"maximum":3600,"description":"a probe taking longer fails: how soon a cut link shows (default 60)"}},"additionalProperties":false},"docker":{"type":"object","description":"container settings of the docker runtime","properties":{"baseImage":{"type":"string","minLength":1,"description":"image with node (and python3 for Python tasks); default \"jupiter/base:local\""},"network":{"enum":["host","bridge"],"description":"container network (default \"host\")"},"cpus":{"type":"number","exclusiveMinimum":0,"maximum":1024,"description":"CPU limit per container (default 1)"},"memoryMb":{"type":"integer","minimum":16,"maximum":1048576,"description":"memory limit per container in MiB (default 512)"},"restart":{"enum":["on-failure","unless-stopped"],"description":"restart policy of task containers (default \"on-failure\": a crashed runner comes back, a clean exit stays down)"}},"additionalProperties":false},"nodes":{"type":"array","minItems":1,"description":"the machines: \"home\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9_.-]*$","maxLength":64},"host":{"type":"string","minLength":1,"maxLength":253,"pattern":"^[A-Za-z0-9._:\\[\\]-]+$","description":"host name or IP address of the machine"},"docker":{"type":"string","pattern":"^(unix|tcp|ssh)://","description":"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]"},"tls":{"type":"object","description":"TLS files for a tcp:// Docker endpoint (paths relative to this file)","properties":{"ca":{"type":"string","minLength":1},"cert":{"type":"string","minLength":1},"key":{"type":"string","minLength":1}},"additionalProperties":false},"agent":{"type":"string","pattern":"^[^\\s]+:\\d{1,5}$","description":"host:port where the node agent listens for probes"}},"additionalProperties":false}}},"additionalProperties":false};
 const pattern8 = new RegExp("^rediss?://", "u");
 const pattern9 = new RegExp("^[A-Za-z0-9_.:-]{1,64}$", "u");
 const pattern10 = new RegExp("^(mqtts?|wss?|tcp|tls)://", "u");
@@ -1352,12 +1352,25 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.stateDir !== undefined){
-let data16 = data.stateDir;
+if(data.dataPath !== undefined){
+let data16 = data.dataPath;
 const _errs36 = errors;
-if(errors === _errs36){
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
+if(!((data16 === "central") || (data16 === "direct"))){
+validate12.errors = [{instancePath:instancePath+"/dataPath",schemaPath:"#/properties/dataPath/enum",keyword:"enum",params:{allowedValues: schema13.properties.dataPath.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs36 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.stateDir !== undefined){
+let data17 = data.stateDir;
+const _errs37 = errors;
+if(errors === _errs37){
+if(typeof data17 === "string"){
+if(func2(data17) < 1){
 validate12.errors = [{instancePath:instancePath+"/stateDir",schemaPath:"#/properties/stateDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1367,50 +1380,50 @@ validate12.errors = [{instancePath:instancePath+"/stateDir",schemaPath:"#/proper
 return false;
 }
 }
-var valid0 = _errs36 === errors;
+var valid0 = _errs37 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.adapt !== undefined){
-let data17 = data.adapt;
-const _errs38 = errors;
-if(errors === _errs38){
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
-const _errs40 = errors;
-for(const key4 in data17){
+let data18 = data.adapt;
+const _errs39 = errors;
+if(errors === _errs39){
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+const _errs41 = errors;
+for(const key4 in data18){
 if(!(((key4 === "mode") || (key4 === "threshold")) || (key4 === "holdSec"))){
 validate12.errors = [{instancePath:instancePath+"/adapt",schemaPath:"#/properties/adapt/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs40 === errors){
-if(data17.mode !== undefined){
-let data18 = data17.mode;
-const _errs41 = errors;
-if(!(((data18 === "off") || (data18 === "suggest")) || (data18 === "auto"))){
+if(_errs41 === errors){
+if(data18.mode !== undefined){
+let data19 = data18.mode;
+const _errs42 = errors;
+if(!(((data19 === "off") || (data19 === "suggest")) || (data19 === "auto"))){
 validate12.errors = [{instancePath:instancePath+"/adapt/mode",schemaPath:"#/properties/adapt/properties/mode/enum",keyword:"enum",params:{allowedValues: schema13.properties.adapt.properties.mode.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
-var valid4 = _errs41 === errors;
+var valid4 = _errs42 === errors;
 }
 else {
 var valid4 = true;
 }
 if(valid4){
-if(data17.threshold !== undefined){
-let data19 = data17.threshold;
-const _errs42 = errors;
-if(errors === _errs42){
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 1 || isNaN(data19)){
+if(data18.threshold !== undefined){
+let data20 = data18.threshold;
+const _errs43 = errors;
+if(errors === _errs43){
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 1 || isNaN(data20)){
 validate12.errors = [{instancePath:instancePath+"/adapt/threshold",schemaPath:"#/properties/adapt/properties/threshold/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1"}];
 return false;
 }
 else {
-if(data19 <= 0 || isNaN(data19)){
+if(data20 <= 0 || isNaN(data20)){
 validate12.errors = [{instancePath:instancePath+"/adapt/threshold",schemaPath:"#/properties/adapt/properties/threshold/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1421,23 +1434,23 @@ validate12.errors = [{instancePath:instancePath+"/adapt/threshold",schemaPath:"#
 return false;
 }
 }
-var valid4 = _errs42 === errors;
+var valid4 = _errs43 === errors;
 }
 else {
 var valid4 = true;
 }
 if(valid4){
-if(data17.holdSec !== undefined){
-let data20 = data17.holdSec;
-const _errs44 = errors;
-if(errors === _errs44){
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 86400 || isNaN(data20)){
+if(data18.holdSec !== undefined){
+let data21 = data18.holdSec;
+const _errs45 = errors;
+if(errors === _errs45){
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 86400 || isNaN(data21)){
 validate12.errors = [{instancePath:instancePath+"/adapt/holdSec",schemaPath:"#/properties/adapt/properties/holdSec/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"}];
 return false;
 }
 else {
-if(data20 < 0 || isNaN(data20)){
+if(data21 < 0 || isNaN(data21)){
 validate12.errors = [{instancePath:instancePath+"/adapt/holdSec",schemaPath:"#/properties/adapt/properties/holdSec/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
@@ -1448,7 +1461,7 @@ validate12.errors = [{instancePath:instancePath+"/adapt/holdSec",schemaPath:"#/p
 return false;
 }
 }
-var valid4 = _errs44 === errors;
+var valid4 = _errs45 === errors;
 }
 else {
 var valid4 = true;
@@ -1462,37 +1475,37 @@ validate12.errors = [{instancePath:instancePath+"/adapt",schemaPath:"#/propertie
 return false;
 }
 }
-var valid0 = _errs38 === errors;
+var valid0 = _errs39 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.profiling !== undefined){
-let data21 = data.profiling;
-const _errs46 = errors;
-if(errors === _errs46){
-if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
-const _errs48 = errors;
-for(const key5 in data21){
+let data22 = data.profiling;
+const _errs47 = errors;
+if(errors === _errs47){
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+const _errs49 = errors;
+for(const key5 in data22){
 if(!(((((key5 === "probeBudget") || (key5 === "probeSizesKb")) || (key5 === "bootstrapRounds")) || (key5 === "refreshSec")) || (key5 === "probeTimeoutSec"))){
 validate12.errors = [{instancePath:instancePath+"/profiling",schemaPath:"#/properties/profiling/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs48 === errors){
-if(data21.probeBudget !== undefined){
-let data22 = data21.probeBudget;
-const _errs49 = errors;
-if(errors === _errs49){
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 1 || isNaN(data22)){
+if(_errs49 === errors){
+if(data22.probeBudget !== undefined){
+let data23 = data22.probeBudget;
+const _errs50 = errors;
+if(errors === _errs50){
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 1 || isNaN(data23)){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeBudget",schemaPath:"#/properties/profiling/properties/probeBudget/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1"}];
 return false;
 }
 else {
-if(data22 <= 0 || isNaN(data22)){
+if(data23 <= 0 || isNaN(data23)){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeBudget",schemaPath:"#/properties/profiling/properties/probeBudget/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1503,40 +1516,40 @@ validate12.errors = [{instancePath:instancePath+"/profiling/probeBudget",schemaP
 return false;
 }
 }
-var valid5 = _errs49 === errors;
+var valid5 = _errs50 === errors;
 }
 else {
 var valid5 = true;
 }
 if(valid5){
-if(data21.probeSizesKb !== undefined){
-let data23 = data21.probeSizesKb;
-const _errs51 = errors;
-if(errors === _errs51){
-if(Array.isArray(data23)){
-if(data23.length > 16){
+if(data22.probeSizesKb !== undefined){
+let data24 = data22.probeSizesKb;
+const _errs52 = errors;
+if(errors === _errs52){
+if(Array.isArray(data24)){
+if(data24.length > 16){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb",schemaPath:"#/properties/profiling/properties/probeSizesKb/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"}];
 return false;
 }
 else {
-if(data23.length < 1){
+if(data24.length < 1){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb",schemaPath:"#/properties/profiling/properties/probeSizesKb/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
 var valid6 = true;
-const len0 = data23.length;
+const len0 = data24.length;
 for(let i0=0; i0<len0; i0++){
-let data24 = data23[i0];
-const _errs53 = errors;
-if(errors === _errs53){
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 65536 || isNaN(data24)){
+let data25 = data24[i0];
+const _errs54 = errors;
+if(errors === _errs54){
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 65536 || isNaN(data25)){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb/" + i0,schemaPath:"#/properties/profiling/properties/probeSizesKb/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65536},message:"must be <= 65536"}];
 return false;
 }
 else {
-if(data24 <= 0 || isNaN(data24)){
+if(data25 <= 0 || isNaN(data25)){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb/" + i0,schemaPath:"#/properties/profiling/properties/probeSizesKb/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1547,7 +1560,7 @@ validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb/" + i0,
 return false;
 }
 }
-var valid6 = _errs53 === errors;
+var valid6 = _errs54 === errors;
 if(!valid6){
 break;
 }
@@ -1560,50 +1573,50 @@ validate12.errors = [{instancePath:instancePath+"/profiling/probeSizesKb",schema
 return false;
 }
 }
-var valid5 = _errs51 === errors;
+var valid5 = _errs52 === errors;
 }
 else {
 var valid5 = true;
 }
 if(valid5){
-if(data21.bootstrapRounds !== undefined){
-let data25 = data21.bootstrapRounds;
-const _errs55 = errors;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+if(data22.bootstrapRounds !== undefined){
+let data26 = data22.bootstrapRounds;
+const _errs56 = errors;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
 validate12.errors = [{instancePath:instancePath+"/profiling/bootstrapRounds",schemaPath:"#/properties/profiling/properties/bootstrapRounds/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
-if(errors === _errs55){
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 10 || isNaN(data25)){
+if(errors === _errs56){
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 10 || isNaN(data26)){
 validate12.errors = [{instancePath:instancePath+"/profiling/bootstrapRounds",schemaPath:"#/properties/profiling/properties/bootstrapRounds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"}];
 return false;
 }
 else {
-if(data25 < 1 || isNaN(data25)){
+if(data26 < 1 || isNaN(data26)){
 validate12.errors = [{instancePath:instancePath+"/profiling/bootstrapRounds",schemaPath:"#/properties/profiling/properties/bootstrapRounds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
 return false;
 }
 }
 }
 }
-var valid5 = _errs55 === errors;
+var valid5 = _errs56 === errors;
 }
 else {
 var valid5 = true;
 }
 if(valid5){
-if(data21.refreshSec !== undefined){
-let data26 = data21.refreshSec;
-const _errs57 = errors;
-if(errors === _errs57){
-if((typeof data26 == "number") && (isFinite(data26))){
-if(data26 > 86400 || isNaN(data26)){
+if(data22.refreshSec !== undefined){
+let data27 = data22.refreshSec;
+const _errs58 = errors;
+if(errors === _errs58){
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 86400 || isNaN(data27)){
 validate12.errors = [{instancePath:instancePath+"/profiling/refreshSec",schemaPath:"#/properties/profiling/properties/refreshSec/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"}];
 return false;
 }
 else {
-if(data26 <= 0 || isNaN(data26)){
+if(data27 <= 0 || isNaN(data27)){
 validate12.errors = [{instancePath:instancePath+"/profiling/refreshSec",schemaPath:"#/properties/profiling/properties/refreshSec/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1614,23 +1627,23 @@ validate12.errors = [{instancePath:instancePath+"/profiling/refreshSec",schemaPa
 return false;
 }
 }
-var valid5 = _errs57 === errors;
+var valid5 = _errs58 === errors;
 }
 else {
 var valid5 = true;
 }
 if(valid5){
-if(data21.probeTimeoutSec !== undefined){
-let data27 = data21.probeTimeoutSec;
-const _errs59 = errors;
-if(errors === _errs59){
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 3600 || isNaN(data27)){
+if(data22.probeTimeoutSec !== undefined){
+let data28 = data22.probeTimeoutSec;
+const _errs60 = errors;
+if(errors === _errs60){
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 3600 || isNaN(data28)){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeTimeoutSec",schemaPath:"#/properties/profiling/properties/probeTimeoutSec/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600"}];
 return false;
 }
 else {
-if(data27 <= 0 || isNaN(data27)){
+if(data28 <= 0 || isNaN(data28)){
 validate12.errors = [{instancePath:instancePath+"/profiling/probeTimeoutSec",schemaPath:"#/properties/profiling/properties/probeTimeoutSec/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1641,7 +1654,7 @@ validate12.errors = [{instancePath:instancePath+"/profiling/probeTimeoutSec",sch
 return false;
 }
 }
-var valid5 = _errs59 === errors;
+var valid5 = _errs60 === errors;
 }
 else {
 var valid5 = true;
@@ -1657,32 +1670,32 @@ validate12.errors = [{instancePath:instancePath+"/profiling",schemaPath:"#/prope
 return false;
 }
 }
-var valid0 = _errs46 === errors;
+var valid0 = _errs47 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.docker !== undefined){
-let data28 = data.docker;
-const _errs61 = errors;
-if(errors === _errs61){
-if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
-const _errs63 = errors;
-for(const key6 in data28){
+let data29 = data.docker;
+const _errs62 = errors;
+if(errors === _errs62){
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+const _errs64 = errors;
+for(const key6 in data29){
 if(!(((((key6 === "baseImage") || (key6 === "network")) || (key6 === "cpus")) || (key6 === "memoryMb")) || (key6 === "restart"))){
 validate12.errors = [{instancePath:instancePath+"/docker",schemaPath:"#/properties/docker/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs63 === errors){
-if(data28.baseImage !== undefined){
-let data29 = data28.baseImage;
-const _errs64 = errors;
-if(errors === _errs64){
-if(typeof data29 === "string"){
-if(func2(data29) < 1){
+if(_errs64 === errors){
+if(data29.baseImage !== undefined){
+let data30 = data29.baseImage;
+const _errs65 = errors;
+if(errors === _errs65){
+if(typeof data30 === "string"){
+if(func2(data30) < 1){
 validate12.errors = [{instancePath:instancePath+"/docker/baseImage",schemaPath:"#/properties/docker/properties/baseImage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1692,36 +1705,36 @@ validate12.errors = [{instancePath:instancePath+"/docker/baseImage",schemaPath:"
 return false;
 }
 }
-var valid7 = _errs64 === errors;
+var valid7 = _errs65 === errors;
 }
 else {
 var valid7 = true;
 }
 if(valid7){
-if(data28.network !== undefined){
-let data30 = data28.network;
-const _errs66 = errors;
-if(!((data30 === "host") || (data30 === "bridge"))){
+if(data29.network !== undefined){
+let data31 = data29.network;
+const _errs67 = errors;
+if(!((data31 === "host") || (data31 === "bridge"))){
 validate12.errors = [{instancePath:instancePath+"/docker/network",schemaPath:"#/properties/docker/properties/network/enum",keyword:"enum",params:{allowedValues: schema13.properties.docker.properties.network.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
-var valid7 = _errs66 === errors;
+var valid7 = _errs67 === errors;
 }
 else {
 var valid7 = true;
 }
 if(valid7){
-if(data28.cpus !== undefined){
-let data31 = data28.cpus;
-const _errs67 = errors;
-if(errors === _errs67){
-if((typeof data31 == "number") && (isFinite(data31))){
-if(data31 > 1024 || isNaN(data31)){
+if(data29.cpus !== undefined){
+let data32 = data29.cpus;
+const _errs68 = errors;
+if(errors === _errs68){
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 > 1024 || isNaN(data32)){
 validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/properties/docker/properties/cpus/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"}];
 return false;
 }
 else {
-if(data31 <= 0 || isNaN(data31)){
+if(data32 <= 0 || isNaN(data32)){
 validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/properties/docker/properties/cpus/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
 return false;
 }
@@ -1732,47 +1745,47 @@ validate12.errors = [{instancePath:instancePath+"/docker/cpus",schemaPath:"#/pro
 return false;
 }
 }
-var valid7 = _errs67 === errors;
+var valid7 = _errs68 === errors;
 }
 else {
 var valid7 = true;
 }
 if(valid7){
-if(data28.memoryMb !== undefined){
-let data32 = data28.memoryMb;
-const _errs69 = errors;
-if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+if(data29.memoryMb !== undefined){
+let data33 = data29.memoryMb;
+const _errs70 = errors;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
-if(errors === _errs69){
-if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 > 1048576 || isNaN(data32)){
+if(errors === _errs70){
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 > 1048576 || isNaN(data33)){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"}];
 return false;
 }
 else {
-if(data32 < 16 || isNaN(data32)){
+if(data33 < 16 || isNaN(data33)){
 validate12.errors = [{instancePath:instancePath+"/docker/memoryMb",schemaPath:"#/properties/docker/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 16},message:"must be >= 16"}];
 return false;
 }
 }
 }
 }
-var valid7 = _errs69 === errors;
+var valid7 = _errs70 === errors;
 }
 else {
 var valid7 = true;
 }
 if(valid7){
-if(data28.restart !== undefined){
-let data33 = data28.restart;
-const _errs71 = errors;
-if(!((data33 === "on-failure") || (data33 === "unless-stopped"))){
+if(data29.restart !== undefined){
+let data34 = data29.restart;
+const _errs72 = errors;
+if(!((data34 === "on-failure") || (data34 === "unless-stopped"))){
 validate12.errors = [{instancePath:instancePath+"/docker/restart",schemaPath:"#/properties/docker/properties/restart/enum",keyword:"enum",params:{allowedValues: schema13.properties.docker.properties.restart.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
-var valid7 = _errs71 === errors;
+var valid7 = _errs72 === errors;
 }
 else {
 var valid7 = true;
@@ -1788,55 +1801,55 @@ validate12.errors = [{instancePath:instancePath+"/docker",schemaPath:"#/properti
 return false;
 }
 }
-var valid0 = _errs61 === errors;
+var valid0 = _errs62 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
 if(data.nodes !== undefined){
-let data34 = data.nodes;
-const _errs72 = errors;
-if(errors === _errs72){
-if(Array.isArray(data34)){
-if(data34.length < 1){
+let data35 = data.nodes;
+const _errs73 = errors;
+if(errors === _errs73){
+if(Array.isArray(data35)){
+if(data35.length < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes",schemaPath:"#/properties/nodes/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
 var valid8 = true;
-const len1 = data34.length;
+const len1 = data35.length;
 for(let i1=0; i1<len1; i1++){
-let data35 = data34[i1];
-const _errs74 = errors;
-if(errors === _errs74){
-if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+let data36 = data35[i1];
+const _errs75 = errors;
+if(errors === _errs75){
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
 let missing0;
-if((data35.name === undefined) && (missing0 = "name")){
+if((data36.name === undefined) && (missing0 = "name")){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1,schemaPath:"#/properties/nodes/items/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
-const _errs76 = errors;
-for(const key7 in data35){
+const _errs77 = errors;
+for(const key7 in data36){
 if(!(((((key7 === "name") || (key7 === "host")) || (key7 === "docker")) || (key7 === "tls")) || (key7 === "agent"))){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1,schemaPath:"#/properties/nodes/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs76 === errors){
-if(data35.name !== undefined){
-let data36 = data35.name;
-const _errs77 = errors;
-if(errors === _errs77){
-if(typeof data36 === "string"){
-if(func2(data36) > 64){
+if(_errs77 === errors){
+if(data36.name !== undefined){
+let data37 = data36.name;
+const _errs78 = errors;
+if(errors === _errs78){
+if(typeof data37 === "string"){
+if(func2(data37) > 64){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/name",schemaPath:"#/properties/nodes/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"}];
 return false;
 }
 else {
-if(!pattern0.test(data36)){
+if(!pattern0.test(data37)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/name",schemaPath:"#/properties/nodes/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9_.-]*$"+"\""}];
 return false;
 }
@@ -1847,28 +1860,28 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/name",schemaPat
 return false;
 }
 }
-var valid9 = _errs77 === errors;
+var valid9 = _errs78 === errors;
 }
 else {
 var valid9 = true;
 }
 if(valid9){
-if(data35.host !== undefined){
-let data37 = data35.host;
-const _errs79 = errors;
-if(errors === _errs79){
-if(typeof data37 === "string"){
-if(func2(data37) > 253){
+if(data36.host !== undefined){
+let data38 = data36.host;
+const _errs80 = errors;
+if(errors === _errs80){
+if(typeof data38 === "string"){
+if(func2(data38) > 253){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPath:"#/properties/nodes/items/properties/host/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters"}];
 return false;
 }
 else {
-if(func2(data37) < 1){
+if(func2(data38) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPath:"#/properties/nodes/items/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 else {
-if(!pattern13.test(data37)){
+if(!pattern13.test(data38)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPath:"#/properties/nodes/items/properties/host/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._:\\[\\]-]+$"},message:"must match pattern \""+"^[A-Za-z0-9._:\\[\\]-]+$"+"\""}];
 return false;
 }
@@ -1880,18 +1893,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/host",schemaPat
 return false;
 }
 }
-var valid9 = _errs79 === errors;
+var valid9 = _errs80 === errors;
 }
 else {
 var valid9 = true;
 }
 if(valid9){
-if(data35.docker !== undefined){
-let data38 = data35.docker;
-const _errs81 = errors;
-if(errors === _errs81){
-if(typeof data38 === "string"){
-if(!pattern14.test(data38)){
+if(data36.docker !== undefined){
+let data39 = data36.docker;
+const _errs82 = errors;
+if(errors === _errs82){
+if(typeof data39 === "string"){
+if(!pattern14.test(data39)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/docker",schemaPath:"#/properties/nodes/items/properties/docker/pattern",keyword:"pattern",params:{pattern: "^(unix|tcp|ssh)://"},message:"must match pattern \""+"^(unix|tcp|ssh)://"+"\""}];
 return false;
 }
@@ -1901,32 +1914,32 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/docker",schemaP
 return false;
 }
 }
-var valid9 = _errs81 === errors;
+var valid9 = _errs82 === errors;
 }
 else {
 var valid9 = true;
 }
 if(valid9){
-if(data35.tls !== undefined){
-let data39 = data35.tls;
-const _errs83 = errors;
-if(errors === _errs83){
-if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
-const _errs85 = errors;
-for(const key8 in data39){
+if(data36.tls !== undefined){
+let data40 = data36.tls;
+const _errs84 = errors;
+if(errors === _errs84){
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+const _errs86 = errors;
+for(const key8 in data40){
 if(!(((key8 === "ca") || (key8 === "cert")) || (key8 === "key"))){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls",schemaPath:"#/properties/nodes/items/properties/tls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs85 === errors){
-if(data39.ca !== undefined){
-let data40 = data39.ca;
-const _errs86 = errors;
-if(errors === _errs86){
-if(typeof data40 === "string"){
-if(func2(data40) < 1){
+if(_errs86 === errors){
+if(data40.ca !== undefined){
+let data41 = data40.ca;
+const _errs87 = errors;
+if(errors === _errs87){
+if(typeof data41 === "string"){
+if(func2(data41) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/ca",schemaPath:"#/properties/nodes/items/properties/tls/properties/ca/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1936,18 +1949,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/ca",schemaP
 return false;
 }
 }
-var valid10 = _errs86 === errors;
+var valid10 = _errs87 === errors;
 }
 else {
 var valid10 = true;
 }
 if(valid10){
-if(data39.cert !== undefined){
-let data41 = data39.cert;
-const _errs88 = errors;
-if(errors === _errs88){
-if(typeof data41 === "string"){
-if(func2(data41) < 1){
+if(data40.cert !== undefined){
+let data42 = data40.cert;
+const _errs89 = errors;
+if(errors === _errs89){
+if(typeof data42 === "string"){
+if(func2(data42) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/cert",schemaPath:"#/properties/nodes/items/properties/tls/properties/cert/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1957,18 +1970,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/cert",schem
 return false;
 }
 }
-var valid10 = _errs88 === errors;
+var valid10 = _errs89 === errors;
 }
 else {
 var valid10 = true;
 }
 if(valid10){
-if(data39.key !== undefined){
-let data42 = data39.key;
-const _errs90 = errors;
-if(errors === _errs90){
-if(typeof data42 === "string"){
-if(func2(data42) < 1){
+if(data40.key !== undefined){
+let data43 = data40.key;
+const _errs91 = errors;
+if(errors === _errs91){
+if(typeof data43 === "string"){
+if(func2(data43) < 1){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/key",schemaPath:"#/properties/nodes/items/properties/tls/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
@@ -1978,7 +1991,7 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls/key",schema
 return false;
 }
 }
-var valid10 = _errs90 === errors;
+var valid10 = _errs91 === errors;
 }
 else {
 var valid10 = true;
@@ -1992,18 +2005,18 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/tls",schemaPath
 return false;
 }
 }
-var valid9 = _errs83 === errors;
+var valid9 = _errs84 === errors;
 }
 else {
 var valid9 = true;
 }
 if(valid9){
-if(data35.agent !== undefined){
-let data43 = data35.agent;
-const _errs92 = errors;
-if(errors === _errs92){
-if(typeof data43 === "string"){
-if(!pattern15.test(data43)){
+if(data36.agent !== undefined){
+let data44 = data36.agent;
+const _errs93 = errors;
+if(errors === _errs93){
+if(typeof data44 === "string"){
+if(!pattern15.test(data44)){
 validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/agent",schemaPath:"#/properties/nodes/items/properties/agent/pattern",keyword:"pattern",params:{pattern: "^[^\\s]+:\\d{1,5}$"},message:"must match pattern \""+"^[^\\s]+:\\d{1,5}$"+"\""}];
 return false;
 }
@@ -2013,7 +2026,7 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1+"/agent",schemaPa
 return false;
 }
 }
-var valid9 = _errs92 === errors;
+var valid9 = _errs93 === errors;
 }
 else {
 var valid9 = true;
@@ -2030,7 +2043,7 @@ validate12.errors = [{instancePath:instancePath+"/nodes/" + i1,schemaPath:"#/pro
 return false;
 }
 }
-var valid8 = _errs74 === errors;
+var valid8 = _errs75 === errors;
 if(!valid8){
 break;
 }
@@ -2042,10 +2055,11 @@ validate12.errors = [{instancePath:instancePath+"/nodes",schemaPath:"#/propertie
 return false;
 }
 }
-var valid0 = _errs72 === errors;
+var valid0 = _errs73 === errors;
 }
 else {
 var valid0 = true;
+}
 }
 }
 }
@@ -2575,6 +2589,6 @@ return errors === 0;
 export const precompiled = {
   "https://jupiter.dev/schemas/app-spec.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/app-spec.json\",\"title\":\"Normalised Jupiter app (AppSpec without graph)\",\"type\":\"object\",\"required\":[\"name\",\"dir\",\"tasks\",\"dagTasks\",\"entryTasks\",\"sinkTasks\",\"staticPlacement\",\"ports\",\"nameConvert\",\"inputNode\",\"sampleInputs\",\"extra\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"dir\":{\"type\":\"string\",\"minLength\":1},\"tasks\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"object\",\"required\":[\"name\",\"numInputs\",\"broadcast\",\"children\",\"isDag\",\"script\",\"scriptFile\",\"language\",\"args\",\"execProfiler\",\"line\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"numInputs\":{\"type\":\"integer\",\"minimum\":1},\"broadcast\":{\"type\":\"boolean\"},\"children\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"isDag\":{\"type\":\"boolean\"},\"script\":{\"type\":\"string\",\"minLength\":1},\"scriptFile\":{\"type\":\"string\",\"minLength\":1},\"language\":{\"enum\":[\"python\",\"javascript\",\"typescript\",\"shell\"]},\"args\":{\"type\":\"array\",\"items\":{\"type\":[\"string\",\"number\",\"boolean\"]}},\"execProfiler\":{\"type\":\"boolean\"},\"line\":{\"type\":\"integer\",\"minimum\":1}},\"additionalProperties\":false}},\"dagTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"entryTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"sinkTasks\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"minItems\":1},\"staticPlacement\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"ports\":{\"type\":\"object\",\"required\":[\"docker\",\"service\"],\"properties\":{\"docker\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}},\"service\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}}},\"additionalProperties\":false},\"nameConvert\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\",\"required\":[\"output\",\"input\"],\"properties\":{\"output\":{\"type\":\"string\"},\"input\":{\"type\":\"string\"}},\"additionalProperties\":false}},\"inputNode\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64}},\"sampleInputs\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"extra\":{\"type\":\"object\"}},\"additionalProperties\":true}", validate: validate0 },
   "https://jupiter.dev/schemas/app-config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/app-config.json\",\"title\":\"scripts/config.json of a Jupiter app\",\"type\":\"object\",\"required\":[\"taskname_map\"],\"properties\":{\"taskname_map\":{\"description\":\"task -> [script basename (no extension), is_dag_task, ...arguments of a non-DAG helper]\",\"type\":\"object\",\"additionalProperties\":{\"type\":\"array\",\"minItems\":2,\"items\":[{\"type\":\"string\",\"minLength\":1,\"maxLength\":200},{\"type\":\"boolean\"}],\"additionalItems\":{\"type\":[\"string\",\"number\",\"boolean\"]}}},\"exec_profiler\":{\"description\":\"task -> whether the execution profiler runs it (default true)\",\"type\":\"object\",\"additionalProperties\":{\"type\":\"boolean\"}}},\"additionalProperties\":true}", validate: validate1 },
-  "https://jupiter.dev/schemas/jupiter.config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/jupiter.config.json\",\"title\":\"jupiter.config.json: where Jupiter runs\",\"type\":\"object\",\"properties\":{\"$schema\":{\"type\":\"string\"},\"redis\":{\"type\":\"object\",\"description\":\"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^rediss?://\",\"description\":\"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)\"},\"prefix\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.:-]{1,64}$\",\"description\":\"prefix of every key Jupiter writes (default \\\"jupiter:\\\")\"}},\"additionalProperties\":false},\"mqtt\":{\"type\":\"object\",\"description\":\"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^(mqtts?|wss?|tcp|tls)://\",\"description\":\"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)\"},\"username\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_USERNAME\"},\"password\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_PASSWORD; prefer the environment over this file\"},\"compat\":{\"type\":\"boolean\",\"description\":\"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1,\"description\":\"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs\"},\"cert\":{\"type\":\"string\",\"minLength\":1,\"description\":\"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)\"},\"key\":{\"type\":\"string\",\"minLength\":1,\"description\":\"private key of cert (env JUPITER_MQTT_KEY)\"},\"rejectUnauthorized\":{\"type\":\"boolean\",\"description\":\"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true\"}},\"additionalProperties\":false}},\"additionalProperties\":false},\"mapper\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]*$\",\"description\":\"default task mapper, e.g. \\\"heft\\\" (env JUPITER_MAPPER)\"},\"runtime\":{\"enum\":[\"process\",\"docker\"],\"description\":\"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)\"},\"stateDir\":{\"type\":\"string\",\"minLength\":1,\"description\":\"folder for the embedded stack and deployment state (default \\\".jupiter\\\")\"},\"adapt\":{\"type\":\"object\",\"description\":\"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)\",\"properties\":{\"mode\":{\"enum\":[\"off\",\"suggest\",\"auto\"],\"description\":\"\\\"off\\\"; \\\"suggest\\\" (default): publish the better mapping and its predicted gain; \\\"auto\\\": also move the tasks\"},\"threshold\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)\"},\"holdSec\":{\"type\":\"number\",\"minimum\":0,\"maximum\":86400,\"description\":\"how long the gain must last before acting, seconds (default 30)\"}},\"additionalProperties\":false},\"profiling\":{\"type\":\"object\",\"description\":\"node agents' profiling (the agents `stack up` starts get these as `jupiter agent` flags)\",\"properties\":{\"probeBudget\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)\"},\"probeSizesKb\":{\"type\":\"array\",\"items\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":65536},\"minItems\":1,\"maxItems\":16,\"description\":\"probe sizes in KB (default 1,10,100,1000,10000)\"},\"bootstrapRounds\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":\"times the start-up burst sends every size to every peer (default 3)\"},\"refreshSec\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":86400,\"description\":\"period of the steady-state probe round in seconds (default 60)\"},\"probeTimeoutSec\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,\"description\":\"a probe taking longer fails: how soon a cut link shows (default 60)\"}},\"additionalProperties\":false},\"docker\":{\"type\":\"object\",\"description\":\"container settings of the docker runtime\",\"properties\":{\"baseImage\":{\"type\":\"string\",\"minLength\":1,\"description\":\"image with node (and python3 for Python tasks); default \\\"jupiter/base:local\\\"\"},\"network\":{\"enum\":[\"host\",\"bridge\"],\"description\":\"container network (default \\\"host\\\")\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit per container (default 1)\"},\"memoryMb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"memory limit per container in MiB (default 512)\"},\"restart\":{\"enum\":[\"on-failure\",\"unless-stopped\"],\"description\":\"restart policy of task containers (default \\\"on-failure\\\": a crashed runner comes back, a clean exit stays down)\"}},\"additionalProperties\":false},\"nodes\":{\"type\":\"array\",\"minItems\":1,\"description\":\"the machines: \\\"home\\\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.\",\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"host\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":253,\"pattern\":\"^[A-Za-z0-9._:\\\\[\\\\]-]+$\",\"description\":\"host name or IP address of the machine\"},\"docker\":{\"type\":\"string\",\"pattern\":\"^(unix|tcp|ssh)://\",\"description\":\"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS files for a tcp:// Docker endpoint (paths relative to this file)\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1},\"cert\":{\"type\":\"string\",\"minLength\":1},\"key\":{\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":false},\"agent\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s]+:\\\\d{1,5}$\",\"description\":\"host:port where the node agent listens for probes\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate2 },
+  "https://jupiter.dev/schemas/jupiter.config.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/jupiter.config.json\",\"title\":\"jupiter.config.json: where Jupiter runs\",\"type\":\"object\",\"properties\":{\"$schema\":{\"type\":\"string\"},\"redis\":{\"type\":\"object\",\"description\":\"The Redis that carries queues, profiles and state. Leave out url for a private redis-server started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^rediss?://\",\"description\":\"redis://[user:password@]host:port[/db] or rediss:// for TLS (env JUPITER_REDIS_URL)\"},\"prefix\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_.:-]{1,64}$\",\"description\":\"prefix of every key Jupiter writes (default \\\"jupiter:\\\")\"}},\"additionalProperties\":false},\"mqtt\":{\"type\":\"object\",\"description\":\"MQTT broker for telemetry. Leave out url for a private broker started by Jupiter.\",\"properties\":{\"url\":{\"type\":\"string\",\"pattern\":\"^(mqtts?|wss?|tcp|tls)://\",\"description\":\"mqtt://host:1883, mqtts://, ws:// or wss:// (env JUPITER_MQTT_URL)\"},\"username\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_USERNAME\"},\"password\":{\"type\":\"string\",\"description\":\"env JUPITER_MQTT_PASSWORD; prefer the environment over this file\"},\"compat\":{\"type\":\"boolean\",\"description\":\"also publish the original Jupiter topic JUPITER with its plain-text payloads (default false)\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS for mqtts:// and wss:// brokers: PEM files, paths relative to this file\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1,\"description\":\"CA that signed the broker certificate (env JUPITER_MQTT_CA); default: the system CAs\"},\"cert\":{\"type\":\"string\",\"minLength\":1,\"description\":\"client certificate, for brokers that require one; needs key (env JUPITER_MQTT_CERT)\"},\"key\":{\"type\":\"string\",\"minLength\":1,\"description\":\"private key of cert (env JUPITER_MQTT_KEY)\"},\"rejectUnauthorized\":{\"type\":\"boolean\",\"description\":\"false accepts any broker certificate: test set-ups only (env JUPITER_MQTT_INSECURE=1); default true\"}},\"additionalProperties\":false}},\"additionalProperties\":false},\"mapper\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]*$\",\"description\":\"default task mapper, e.g. \\\"heft\\\" (env JUPITER_MAPPER)\"},\"runtime\":{\"enum\":[\"process\",\"docker\"],\"description\":\"how task runners start: local processes or Docker containers (env JUPITER_RUNTIME)\"},\"dataPath\":{\"enum\":[\"central\",\"direct\"],\"description\":\"where output bytes travel: \\\"central\\\" through the home's Redis (default), \\\"direct\\\" from the producing node to the receiving one\"},\"stateDir\":{\"type\":\"string\",\"minLength\":1,\"description\":\"folder for the embedded stack and deployment state (default \\\".jupiter\\\")\"},\"adapt\":{\"type\":\"object\",\"description\":\"adaptive placement: re-map when a better mapping is predicted (orchestrator/adapt)\",\"properties\":{\"mode\":{\"enum\":[\"off\",\"suggest\",\"auto\"],\"description\":\"\\\"off\\\"; \\\"suggest\\\" (default): publish the better mapping and its predicted gain; \\\"auto\\\": also move the tasks\"},\"threshold\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"predicted makespan gain that counts, as a fraction (default 0.2 = 20%)\"},\"holdSec\":{\"type\":\"number\",\"minimum\":0,\"maximum\":86400,\"description\":\"how long the gain must last before acting, seconds (default 30)\"}},\"additionalProperties\":false},\"profiling\":{\"type\":\"object\",\"description\":\"node agents' profiling (the agents `stack up` starts get these as `jupiter agent` flags)\",\"properties\":{\"probeBudget\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1,\"description\":\"share of each link's measured capacity its steady probes may use (default 0.02 = 2%)\"},\"probeSizesKb\":{\"type\":\"array\",\"items\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":65536},\"minItems\":1,\"maxItems\":16,\"description\":\"probe sizes in KB (default 1,10,100,1000,10000)\"},\"bootstrapRounds\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":\"times the start-up burst sends every size to every peer (default 3)\"},\"refreshSec\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":86400,\"description\":\"period of the steady-state probe round in seconds (default 60)\"},\"probeTimeoutSec\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":3600,\"description\":\"a probe taking longer fails: how soon a cut link shows (default 60)\"}},\"additionalProperties\":false},\"docker\":{\"type\":\"object\",\"description\":\"container settings of the docker runtime\",\"properties\":{\"baseImage\":{\"type\":\"string\",\"minLength\":1,\"description\":\"image with node (and python3 for Python tasks); default \\\"jupiter/base:local\\\"\"},\"network\":{\"enum\":[\"host\",\"bridge\"],\"description\":\"container network (default \\\"host\\\")\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit per container (default 1)\"},\"memoryMb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"memory limit per container in MiB (default 512)\"},\"restart\":{\"enum\":[\"on-failure\",\"unless-stopped\"],\"description\":\"restart policy of task containers (default \\\"on-failure\\\": a crashed runner comes back, a clean exit stays down)\"}},\"additionalProperties\":false},\"nodes\":{\"type\":\"array\",\"minItems\":1,\"description\":\"the machines: \\\"home\\\" first, then compute nodes. With a nodes.txt, entries add details to its nodes by name.\",\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":64},\"host\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":253,\"pattern\":\"^[A-Za-z0-9._:\\\\[\\\\]-]+$\",\"description\":\"host name or IP address of the machine\"},\"docker\":{\"type\":\"string\",\"pattern\":\"^(unix|tcp|ssh)://\",\"description\":\"Docker engine of the node: unix:///var/run/docker.sock, tcp://host:2376 (with tls) or ssh://user@host[:port]\"},\"tls\":{\"type\":\"object\",\"description\":\"TLS files for a tcp:// Docker endpoint (paths relative to this file)\",\"properties\":{\"ca\":{\"type\":\"string\",\"minLength\":1},\"cert\":{\"type\":\"string\",\"minLength\":1},\"key\":{\"type\":\"string\",\"minLength\":1}},\"additionalProperties\":false},\"agent\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s]+:\\\\d{1,5}$\",\"description\":\"host:port where the node agent listens for probes\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate2 },
   "https://jupiter.dev/schemas/testbed-topology.json": { schema: "{\"$id\":\"https://jupiter.dev/schemas/testbed-topology.json\",\"title\":\"testbed topology: hosts and links of an emulated dispersed network\",\"type\":\"object\",\"required\":[\"hosts\"],\"properties\":{\"$schema\":{\"type\":\"string\"},\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":32,\"description\":\"shown by `testbed status`\"},\"subnet\":{\"type\":\"string\",\"pattern\":\"^10\\\\.[0-9]{1,3}\\\\.[0-9]{1,3}\\\\.0/24$\",\"description\":\"private /24 of the testbed (default: the first unused 10.251.X.0/24)\"},\"defaults\":{\"type\":\"object\",\"description\":\"what a host or link leaves out\",\"properties\":{\"uplink\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit shared by every container of the host (agent and runners)\"}},\"additionalProperties\":false},\"home\":{\"type\":\"object\",\"description\":\"the home (Redis, hub side): its own namespace on the emulated network\",\"properties\":{\"uplink\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"}},\"additionalProperties\":false},\"hosts\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":200,\"items\":{\"type\":\"object\",\"required\":[\"name\"],\"properties\":{\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":32},\"uplink\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"},\"cpus\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"maximum\":1024,\"description\":\"CPU limit shared by every container of the host (agent and runners)\"}},\"additionalProperties\":false}},\"links\":{\"type\":\"array\",\"description\":\"per-pair rates overriding the uplinks (the slower uplink of the two otherwise)\",\"items\":{\"type\":\"object\",\"required\":[\"between\",\"rate\"],\"properties\":{\"between\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9_.-]*$\",\"maxLength\":32},\"minItems\":2,\"maxItems\":2},\"rate\":{\"type\":\"string\",\"pattern\":\"^[0-9]+(\\\\.[0-9]+)?\\\\s*(bit|kbit|mbit|gbit)$\",\"description\":\"a rate as tc writes it: 500kbit, 20mbit, 1gbit (10^3 multiples, bits per second)\"},\"oneWay\":{\"type\":\"boolean\",\"description\":\"true: only from between[0] to between[1] (default both ways)\"}},\"additionalProperties\":false}}},\"additionalProperties\":false}", validate: validate3 },
 };

@@ -184,7 +184,7 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
     if (cluster.runtime === 'docker') deployment.engines = recordedEngines(cluster);
     created = true;
     await writeDeployment(redis, prefix, deployment, record);
-    await configureApp(redis, prefix, app.name, opts.settings ?? {});
+    await configureApp(redis, prefix, app.name, { ...opts.settings, dataPath: opts.settings?.dataPath ?? cluster.dataPath });
 
     const spec = (task: string, node: string): RunnerSpec => ({ app: app.name, task, node, runId, redisUrl: stack.redisUrl, redisPrefix: prefix });
     await withStep(progress, `Starting ${app.tasks.length} task runner(s) and the home sink`, async (step) => {

@@ -38,13 +38,22 @@ export function affordableSizes(sizes: number[], capacity: number, fraction: num
 /**
  * The largest size is the only one that sees the bandwidth (smaller ones mostly see latency and
  * the bucket's burst), yet on slow links the budget affords it least. When it is not among the
- * affordable sizes it is drawn anyway once
- * this many of its own budgeted cycles have passed since it was last probed, so it takes at most
- * 1/LARGEST_EVERY_CYCLES of the budget and the bandwidth of every link is re-measured.
+ * affordable sizes, the budget is split: LARGEST_SHARE of it pays for the largest size, drawn on
+ * its own schedule (largestDue) with no pause after it, and the rest paces the affordable sizes
+ * as usual. So the bandwidth of every link is re-measured (every ~28 s on 30 Mbit/s with 1 MB
+ * probes and a 2% budget), while the link is still probed every few seconds (a cut is seen as
+ * fast as before) and the total stays within the budget.
  */
-export const LARGEST_EVERY_CYCLES = 2;
+export const LARGEST_SHARE = 0.5;
 
-/** Whether a steady probe of the largest size is due, `sinceMs` after its last probe. */
+/** Whether the largest size is drawn on its own schedule, and the budget share left for the others. */
+export function budgetSplit(sizes: number[], capacity: number, fraction: number, intervalMs: number): { largestForced: boolean; fraction: number } {
+  const largest = Math.max(...sizes);
+  const forced = !affordableSizes(sizes, capacity, fraction, intervalMs).includes(largest);
+  return { largestForced: forced, fraction: forced ? fraction * (1 - LARGEST_SHARE) : fraction };
+}
+
+/** Whether a forced probe of the largest size is due, `sinceMs` after its last probe. */
 export function largestDue(largest: number, capacity: number, fraction: number, sinceMs: number): boolean {
-  return sinceMs >= LARGEST_EVERY_CYCLES * (largest / (fraction * capacity)) * 1000;
+  return sinceMs >= (largest / (fraction * LARGEST_SHARE * capacity)) * 1000;
 }

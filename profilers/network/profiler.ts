@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { LinkProfile } from '../../config/types.js';
 import type { AgentRegistration } from '../agent/registry.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs, DEFAULT_PROBE_BUDGET, largestDue } from './budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, DEFAULT_PROBE_BUDGET, largestDue } from './budget.js';
 import { fitLink, type LinkSample } from './fit.js';
 import { lockPair, unlockPair } from './pair-lock.js';
 import { probe } from './probe-client.js';
@@ -168,13 +168,15 @@ export class NetworkProfiler {
     if (due) this.wake?.();
   }
 
-  /** A steady probe's size: one the budget affords at the refresh pace, or the largest when due. */
+  /** A steady probe's size: one the budget affords at the refresh pace, or the largest when due (budget.ts). */
   private steadySize(peer: Peer, now: number): number {
-    if (peer.capacity === undefined) return this.opts.sizes[Math.floor(Math.random() * this.opts.sizes.length)]!;
-    const sizes = affordableSizes(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs);
-    const largest = Math.max(...this.opts.sizes);
-    if (!sizes.includes(largest) && largestDue(largest, peer.capacity, this.opts.budget, now - peer.largestAt)) return largest;
-    return sizes[Math.floor(Math.random() * sizes.length)]!;
+    const { sizes, budget, refreshMs } = this.opts;
+    if (peer.capacity === undefined) return sizes[Math.floor(Math.random() * sizes.length)]!;
+    const split = budgetSplit(sizes, peer.capacity, budget, refreshMs);
+    const largest = Math.max(...sizes);
+    if (split.largestForced && largestDue(largest, peer.capacity, budget, now - peer.largestAt)) return largest;
+    const ok = affordableSizes(sizes, peer.capacity, split.fraction, refreshMs);
+    return ok[Math.floor(Math.random() * ok.length)]!;
   }
 
   /**
@@ -205,9 +207,12 @@ export class NetworkProfiler {
   private pace(peer: Peer, job: Job, seconds: number, start: number): void {
     const end = Date.now();
     peer.capacity = budgetCapacity(peer.fitBandwidth, job.bytes, seconds);
-    const pause = budgetPauseMs(job.bytes, seconds, peer.capacity, this.opts.budget);
+    const largest = job.bytes === Math.max(...this.opts.sizes);
+    if (largest) peer.largestAt = end;
+    const split = budgetSplit(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs);
+    // A forced largest probe is paid for by its own schedule (largestDue), not by a pause.
+    const pause = largest && split.largestForced ? 0 : budgetPauseMs(job.bytes, seconds, peer.capacity, split.fraction);
     peer.nextAt = Math.max(start + this.opts.refreshMs, end + pause);
-    if (job.bytes === Math.max(...this.opts.sizes)) peer.largestAt = end;
     if (!job.steady) return;
     const t = this.stats.steady.get(peer.reg.node) ?? { bytes: 0, probes: 0, firstAt: start, lastAt: end, capacity: peer.capacity };
     t.bytes += job.bytes;

@@ -58,6 +58,7 @@ export function dockerCluster(nodes: Array<{ name: string; endpoint: DockerEndpo
     mqtt: { compat: false },
     mapper: 'heft',
     runtime: 'docker',
+    dataPath: 'central',
     home: { name: 'home', host: '127.0.0.1' },
     nodes: nodes.map((n) => ({ name: n.name, host: '127.0.0.1', docker: n.endpoint })),
     docker: { baseImage: DEFAULT_BASE_IMAGE, network: 'host', cpus: 0.5, memoryMb: 256, ...docker },

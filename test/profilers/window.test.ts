@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fitLink, type LinkSample } from '../../profilers/network/fit.js';
 import { linkWindow } from '../../profilers/network/window.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs, largestDue } from '../../profilers/network/budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, largestDue } from '../../profilers/network/budget.js';
 
 const KB = 1024;
 const SIZES = [1, 10, 100, 1000, 10000].map((k) => k * KB);
@@ -148,13 +148,19 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     expect(affordableSizes(sizes, 1e3, 0.02, 1000)).to.deep.equal([KB]);
   });
 
-  it('draws the largest size, which the budget does not afford at the refresh pace, every 2 of its cycles', () => {
-    // 30 Mbit/s, 2%: a 1 MB probe's budgeted cycle is 1 MB / 75 KB/s = 14 s
+  it('splits the budget where the largest size is not affordable: half for it on its own schedule, half for the others', () => {
+    // 30 Mbit/s, 2%, 3 s refresh: 1 MB costs a 14 s cycle (over 3 x 3 s), so it is forced
     const cap = 3.75e6;
-    const cycleMs = (1000 * KB) / (0.02 * cap) * 1000;
+    const sizes = [10, 100, 500, 1000].map((k) => k * KB);
+    expect(budgetSplit(sizes, cap, 0.02, 3000)).to.deep.equal({ largestForced: true, fraction: 0.01 });
+    // every 2 of its full-budget cycles (28 s): at most half the budget
+    const cycleMs = ((1000 * KB) / (0.02 * cap)) * 1000;
     expect(largestDue(1000 * KB, cap, 0.02, 1.9 * cycleMs)).to.equal(false);
     expect(largestDue(1000 * KB, cap, 0.02, 2 * cycleMs)).to.equal(true);
-    // a 1 MB probe then a 14 s pause, then small probes for 14 s: at most half the budget
     expect(2 * cycleMs).to.be.closeTo(28_000, 1_000);
+    // the others at half the budget: 10 and 100 KB keep a pace of a few seconds (a cut is seen soon)
+    expect(affordableSizes(sizes, cap, 0.01, 3000)).to.deep.equal([10 * KB, 100 * KB]);
+    // a fast link affords the largest at the pace: no split
+    expect(budgetSplit(sizes, 125e6, 0.02, 3000)).to.deep.equal({ largestForced: false, fraction: 0.02 });
   });
 });

@@ -13,6 +13,7 @@ interface Opts {
   seed?: string;
   json?: boolean;
   queueCap?: string;
+  dataPath?: string;
   attempts?: string;
 }
 
@@ -36,13 +37,17 @@ export function register(program: Command): void {
     .option('--seed <n>', 'seed of randomised mappers')
     .option('--json', 'print the result as JSON')
     .option('--queue-cap <n>', 'waiting items per task queue before the source holds back (back-pressure; default 10000)')
+    .option('--data-path <path>', 'where output bytes travel: central (through the home\'s Redis) or direct (node to node); default from the configuration')
     .option('--attempts <n>', 'attempts per item and task before it is dead-lettered (exponential backoff; default 3)')
     .action(action(async (appArg: string, opts: Opts) => {
       // Loaded on use, so that `jupiter --help` and other commands start fast.
       const [{ deploy }, { createProgress }, { itemsTable, placementTable }] = await Promise.all([
         import('../../deploy/pipeline.js'), import('../../progress.js'), import('../../report/tables.js'),
       ]);
-      const settings = { queueCap: positiveInt('--queue-cap', opts.queueCap), attempts: positiveInt('--attempts', opts.attempts) };
+      if (opts.dataPath !== undefined && opts.dataPath !== 'central' && opts.dataPath !== 'direct') {
+        throw inputError(`--data-path must be central or direct, got ${JSON.stringify(opts.dataPath)}`, { hint: 'central: bytes through the home\'s Redis; direct: from the producing node to the receiving one' });
+      }
+      const settings = { queueCap: positiveInt('--queue-cap', opts.queueCap), attempts: positiveInt('--attempts', opts.attempts), dataPath: opts.dataPath as 'central' | 'direct' | undefined };
       const res = await deploy({
         app: appArg,
         mapper: opts.mapper,

@@ -1,0 +1,72 @@
+// The data endpoint of a node on the direct data path: receivers GET the bytes of a blob from
+// the node that produced it. Only holders of the deployment's token are served (constant-time
+// compare), only blob ids (no paths), only this deployment's store.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
+import { BLOB_ID, type NodeStore } from './store.js';
+
+export interface DataServerOptions {
+  store: NodeStore;
+  /** The deployment's data token (a secret shared through the deployment's Redis). */
+  token: string;
+  /** Address to listen on (default all interfaces: receivers are on other machines). */
+  host?: string;
+  port?: number;
+}
+
+function tokenOk(header: string | undefined, token: string): boolean {
+  if (!header?.startsWith('Bearer ')) return false;
+  const got = Buffer.from(header.slice(7));
+  const want = Buffer.from(token);
+  return got.length === want.length && timingSafeEqual(got, want);
+}
+
+export class DataServer {
+  private server?: Server;
+  port = 0;
+  /** Blobs served, bytes served (for status and tests). */
+  readonly stats = { served: 0, bytes: 0, refused: 0 };
+
+  constructor(private readonly opts: DataServerOptions) {}
+
+  async start(): Promise<number> {
+    const server = createServer((req, res) => void this.handle(req, res));
+    server.keepAliveTimeout = 30_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.opts.port ?? 0, this.opts.host ?? '0.0.0.0', () => resolve());
+    });
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+    return this.port;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refuse = (code: number, msg: string): void => {
+      this.stats.refused++;
+      res.writeHead(code, { 'content-type': 'text/plain' }).end(msg);
+    };
+    if (!tokenOk(req.headers.authorization, this.opts.token)) return refuse(401, 'not a holder of this deployment\'s data token\n');
+    if (req.method !== 'GET') return refuse(405, 'GET only\n');
+    const m = /^\/blob\/([^/?#]+)$/.exec(req.url ?? '');
+    if (!m || !BLOB_ID.test(m[1]!)) return refuse(400, 'expected /blob/<40 hex digits>\n');
+    try {
+      const bytes = await this.opts.store.get(m[1]!);
+      if (!bytes) return refuse(404, 'this node does not hold that blob\n');
+      this.stats.served++;
+      this.stats.bytes += bytes.length;
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.length }).end(bytes);
+    } catch (e) {
+      refuse(500, `${(e as Error).message}\n`);
+    }
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+}

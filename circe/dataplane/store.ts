@@ -1,0 +1,110 @@
+// A node's store of output bytes on the direct data path: one file per blob, in a folder only
+// the runners of one deployment on one node share (owner-only). The producer keeps the bytes
+// here until every receiver has taken them (the blob's record in Redis is gone), so a receiver
+// cut off by a failed link finds them when the link returns: store and forward.
+// The store is bounded in bytes: a producer whose store is full waits (back-pressure) rather
+// than fill the node's disk or RAM.
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Blob ids are sha1 hex (naming.ts blobIdFor): anything else is refused, so no path can escape. */
+export const BLOB_ID = /^[0-9a-f]{40}$/;
+
+export function checkBlobId(id: string): void {
+  if (!BLOB_ID.test(id)) throw new Error(`not a blob id: ${JSON.stringify(id.slice(0, 60))}`);
+}
+
+export interface StoreOptions {
+  /** Bytes the store may hold; a put beyond waits for space. */
+  maxBytes: number;
+  /** How long a full store makes a producer wait before it gives up (ms). */
+  waitMs: number;
+}
+
+export class NodeStore {
+  private used = 0;
+  private waiters: Array<() => void> = [];
+
+  constructor(readonly dir: string, readonly opts: StoreOptions) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.used = this.scan().reduce((s, f) => s + f.size, 0);
+  }
+
+  /** Bytes held now (this store's writes and removals, re-counted by every sweep). */
+  get usedBytes(): number {
+    return this.used;
+  }
+
+  private path(id: string): string {
+    checkBlobId(id);
+    return join(this.dir, id);
+  }
+
+  /** Keep `bytes` under `id`; waits while the store is full. Written to a temp name, then renamed: a reader never sees half a file. */
+  async put(id: string, bytes: Buffer): Promise<void> {
+    const path = this.path(id);
+    const deadline = Date.now() + this.opts.waitMs;
+    while (this.used > 0 && this.used + bytes.length > this.opts.maxBytes) {
+      if (Date.now() > deadline) {
+        throw new Error(`the node's data store is full (${this.used} of ${this.opts.maxBytes} bytes held for receivers that have not taken them) after waiting ${this.opts.waitMs} ms`);
+      }
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve);
+        setTimeout(resolve, 200).unref();
+      });
+    }
+    const tmp = `${path}.${process.pid}.tmp`;
+    await writeFile(tmp, bytes, { mode: 0o600 });
+    await rename(tmp, path);
+    this.used += bytes.length;
+  }
+
+  /** The bytes of `id`, or undefined when this node does not hold them. */
+  async get(id: string): Promise<Buffer | undefined> {
+    try {
+      return await readFile(this.path(id));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+  }
+
+  /** Files of the store with their sizes and ages. */
+  scan(): Array<{ id: string; size: number; mtimeMs: number }> {
+    const out: Array<{ id: string; size: number; mtimeMs: number }> = [];
+    for (const name of readdirSync(this.dir)) {
+      if (!BLOB_ID.test(name)) continue;
+      try {
+        const st = statSync(join(this.dir, name));
+        out.push({ id: name, size: st.size, mtimeMs: st.mtimeMs });
+      } catch {
+        // removed meanwhile (another runner of the node swept it)
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Remove the blobs nobody holds any more: `live` says, for a list of ids, which still have a
+   * record in Redis. Files younger than `graceMs` are kept (their commit may still be on its
+   * way). Several runners of one node may sweep the same folder: removals are idempotent.
+   */
+  async sweep(live: (ids: string[]) => Promise<boolean[]>, graceMs: number, now = Date.now()): Promise<number> {
+    const files = this.scan();
+    const old = files.filter((f) => now - f.mtimeMs >= graceMs);
+    let removed = 0;
+    for (let i = 0; i < old.length; i += 500) {
+      const chunk = old.slice(i, i + 500);
+      const alive = await live(chunk.map((f) => f.id));
+      for (const [j, f] of chunk.entries()) {
+        if (alive[j]) continue;
+        await unlink(join(this.dir, f.id)).catch(() => undefined);
+        removed++;
+      }
+    }
+    this.used = this.scan().reduce((s, f) => s + f.size, 0);
+    for (const w of this.waiters.splice(0)) w();
+    return removed;
+  }
+}

@@ -1,0 +1,147 @@
+// The direct data path (circe/dataplane) with in-process runners on distinct nodes and a real
+// Redis: files over INLINE_MAX stay on the producing node's store and are fetched from its data
+// endpoint; Redis holds pointers only; outputs are exactly the central path's. Plus the data
+// endpoint's refusals, the store's back-pressure and sweep, and a fetch that rides out an
+// unreachable node.
+import { expect } from 'chai';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { request } from 'node:http';
+import { circeSuite } from '../support/circe-suite.js';
+import { fixtureAppDir, specOf } from './support.js';
+import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems, type PipelineSettings } from '../../circe/index.js';
+import { DataPlane, ensureDataToken } from '../../circe/dataplane/plane.js';
+import { DataServer } from '../../circe/dataplane/server.js';
+import { NodeStore } from '../../circe/dataplane/store.js';
+import { readSettings } from '../../circe/queue/settings.js';
+
+const PREFIX = 'jd:';
+const ID = 'a'.repeat(40);
+
+function get(port: number, path: string, token?: string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('circe direct data path (in-process runners on distinct nodes, real Redis)', function () {
+  this.timeout(60_000);
+  const closables: Array<{ close(): Promise<void> }> = [];
+  const rig = circeSuite({ workPrefix: 'jupiter-direct-', flushEach: true, closeEach: () => closables.splice(0) });
+
+  async function run(dataPath: 'central' | 'direct'): Promise<{ outputs: Map<string, string>; stores: string }> {
+    const app = specOf(fixtureAppDir('pyjoin'));
+    await rig.client.flushall();
+    await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20, lockMs: 5000, dataPath });
+    const out = join(rig.work, `out-${dataPath}`);
+    const stores = join(rig.work, `stores-${dataPath}`);
+    for (const t of app.tasks.filter((x) => x.isDag)) {
+      closables.push(await TaskRunner.start({
+        app, task: t, node: `node-${t.name}`, redisUrl: rig.redis.url, prefix: PREFIX, workDir: join(rig.work, `w-${dataPath}`), dataDir: join(stores, t.name),
+      }));
+    }
+    closables.push(await Sink.start({ app: app.name, redisUrl: rig.redis.url, prefix: PREFIX, outputDir: out }));
+    // 20 KB inputs: every file between tasks is over INLINE_MAX.
+    const files = ['1a', '2b', '3c'].map((j, i) => {
+      const p = join(rig.work, `${j}.txt`);
+      writeFileSync(p, `${String(i).repeat(20_000)}\n`);
+      return p;
+    });
+    const items = await submitItems(rig.client, PREFIX, app, files, { runId: dataPath });
+    const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 30_000 });
+    expect(res.every((r) => !r.failed)).to.equal(true);
+    // Nothing of the blobs is left in Redis once every receiver took them.
+    const k = appKeys(PREFIX, app.name);
+    expect(await rig.client.keys(`${k.base}blob*`)).to.deep.equal([]);
+    const outputs = new Map(readdirSync(out).map((n) => [n, readFileSync(join(out, n), 'utf8').replace(/pid=\d+/g, 'pid=N')]));
+    await Promise.all(closables.splice(0).map((c) => c.close()));
+    return { outputs, stores };
+  }
+
+  it('delivers exactly what the central path delivers; the bytes went through the producers\' stores', async () => {
+    const central = await run('central');
+    const direct = await run('direct');
+    expect([...direct.outputs.keys()].sort()).to.deep.equal([...central.outputs.keys()].sort());
+    for (const [name, body] of central.outputs) expect(direct.outputs.get(name), name).to.equal(body);
+    expect(central.outputs.size).to.equal(6);
+    // split, left, right, merge, audit each kept their outputs (20 KB and more) on their node.
+    for (const t of ['split', 'left', 'right', 'merge', 'audit']) {
+      const files = readdirSync(join(direct.stores, t));
+      expect(files.length, t).to.be.at.least(3);
+      expect(files.every((f) => /^[0-9a-f]{40}$/.test(f))).to.equal(true);
+    }
+  });
+
+  it('the data endpoint serves only holders of the deployment token, only blob ids, only what its store holds', async () => {
+    const store = new NodeStore(join(rig.work, 'store'), { maxBytes: 1e6, waitMs: 1000 });
+    await store.put(ID, Buffer.from('frame'));
+    const server = new DataServer({ store, token: 'secret-one', host: '127.0.0.1' });
+    const port = await server.start();
+    closables.push(server);
+    expect((await get(port, `/blob/${ID}`, 'secret-one')).body.toString()).to.equal('frame');
+    expect((await get(port, `/blob/${ID}`)).status).to.equal(401);
+    expect((await get(port, `/blob/${ID}`, 'secret-two')).status).to.equal(401);
+    expect((await get(port, '/blob/..%2F..%2Fetc%2Fpasswd', 'secret-one')).status).to.equal(400);
+    expect((await get(port, '/blob/../../etc/passwd', 'secret-one')).status).to.equal(400);
+    expect((await get(port, `/blob/${'b'.repeat(40)}`, 'secret-one')).status).to.equal(404);
+    const err = await store.get('../x').then(() => undefined, (e: Error) => e);
+    expect(err?.message).to.match(/not a blob id/);
+  });
+
+  it('a full store holds its producer back until the sweep frees what receivers took; young files are kept', async () => {
+    const store = new NodeStore(join(rig.work, 'bp'), { maxBytes: 100_000, waitMs: 10_000 });
+    await store.put(ID, Buffer.alloc(80_000));
+    let second = false;
+    const p = store.put('b'.repeat(40), Buffer.alloc(80_000)).then(() => (second = true));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(second).to.equal(false);
+    // still referenced: kept
+    expect(await store.sweep(async (ids) => ids.map(() => true), 0)).to.equal(0);
+    // young: kept whatever Redis says
+    expect(await store.sweep(async (ids) => ids.map(() => false), 60_000)).to.equal(0);
+    expect(await store.sweep(async (ids) => ids.map(() => false), 0)).to.equal(1);
+    await p;
+    expect(second).to.equal(true);
+    expect(store.usedBytes).to.equal(80_000);
+  });
+
+  it('a receiver rides out an unreachable node: the fetch succeeds once the node answers again', async () => {
+    const settings: PipelineSettings = { ...(await readSettings(rig.client, PREFIX, 'x')), dataPath: 'direct', fetchPatienceMs: 20_000 };
+    const keys = appKeys(PREFIX, 'x');
+    const token = await ensureDataToken(rig.client, keys);
+    const store = new NodeStore(join(rig.work, 'far'), { maxBytes: 1e6, waitMs: 1000 });
+    await store.put(ID, Buffer.alloc(50_000, 7));
+    const port = await freePort();
+    // registered, but nothing listens yet (a cut link looks the same from here, only slower)
+    await rig.client.hset(keys.dataNodes('far'), `127.0.0.1:${port}`, String(Date.now()));
+    const logs: string[] = [];
+    const reader = await DataPlane.reader({ redis: rig.client, keys, settings, node: 'near', log: (m) => logs.push(m) });
+    const t0 = Date.now();
+    const got = reader.fetch('far', ID);
+    await new Promise((r) => setTimeout(r, 1500));
+    const server = new DataServer({ store, token, host: '127.0.0.1', port });
+    await server.start();
+    closables.push(server);
+    const bytes = await got;
+    expect(bytes.equals(Buffer.alloc(50_000, 7))).to.equal(true);
+    expect(Date.now() - t0).to.be.at.least(1500);
+    expect(reader.stats.retries).to.be.greaterThan(0);
+    expect(logs.join('\n')).to.match(/node far unreachable/);
+    await reader.close();
+  });
+});

@@ -1,15 +1,20 @@
 // npm run bench:dataplane — issue 12's acceptance bench, as root, through the real CLI:
 //   testbed   3 hosts; home behind 10 Mbit/s, 200 Mbit/s between the hosts (the htb classes are
 //             read back and checked, and raw TCP measures both kinds of link)
-//   app       apps/camera pinned capture@node1 -> detect@node2 -> track@node3 (a copy with static
-//             placement lines, execution profiling off), docker runtime
-//   per data path (central, and direct once `deploy --data-path` exists), in the same run:
+//   app       apps/camera pinned capture@node1 -> detect@node2 -> track@node3 (copies with static
+//             placement lines and execution profiling off), docker runtime, one deployment per
+//             data path side by side: camera-central, and camera-direct once `deploy --data-path`
+//             exists (deployed with --data-path central / direct)
+//   per data path, one after the other:
 //     throughput  N triggers of 1 MiB frames, closed loop (at most W items in flight): items/s
 //                 and makespan p50; tc class byte counters before/after: bytes over the home's
-//                 links vs between hosts (less the agents' probes, counted by iptables on their port)
+//                 links vs between hosts (less the agents' probes, counted by iptables on their
+//                 port); CPU seconds of each host's processes
 //     isolated    1 MiB items one at a time: makespan p50, per-hop p50
-//     small       8x8-pixel frames (~0.1-0.3 KB per hop) one at a time: per-hop p50
-//   raw TCP   N x 1 MiB node1 -> node2 -> node3 (a relay on node2), same links: items/s
+//   raw TCP   N x 1 MiB node1 -> node2 -> node3 (a relay on node2) over the same links, right
+//             before the last path's throughput run: items/s
+//   small     8x8-pixel frames (~0.1-0.3 KB per hop) one at a time, alternating between the data
+//             paths: per-hop p50
 // Per hop: the receiving task's start minus the sending task's finish (runtime records; one
 // machine, one clock); source hop: capture's start minus the item's entry; sink hop: the item's
 // end minus track's finish.
@@ -155,8 +160,9 @@ function pairCounters(state: TestbedState): { all: Counters; agents: Counters } 
 interface Snapshot {
   tc: Counters;
   ipt: { all: Counters; agents: Counters };
+  cpu: Record<string, number>;
 }
-const snapshot = (state: TestbedState): Snapshot => ({ tc: Object.fromEntries(classStats(state).map((c) => [`${c.from}>${c.to}`, c.bytes])), ipt: pairCounters(state) });
+const snapshot = (state: TestbedState): Snapshot => ({ tc: Object.fromEntries(classStats(state).map((c) => [`${c.from}>${c.to}`, c.bytes])), ipt: pairCounters(state), cpu: cpuPerHost(state) });
 
 interface Traffic {
   seconds: number;
@@ -170,6 +176,9 @@ interface Traffic {
   hostToHost: number;
   agentsHostToHost: number;
   homeControl: number;
+  /** CPU seconds each host's processes used during the phase, and the machine's 1-minute load at its end. */
+  cpuSec: Record<string, number>;
+  load1: number;
 }
 
 function traffic(a: Snapshot, b: Snapshot, seconds: number): Traffic {
@@ -192,6 +201,8 @@ function traffic(a: Snapshot, b: Snapshot, seconds: number): Traffic {
     hostToHost: sum(net, between),
     agentsHostToHost: sum(agents, between),
     homeControl: sum(net, (f, t) => f === HOME && t === 'unshaped'),
+    cpuSec: Object.fromEntries(Object.keys(b.cpu).map((k) => [k, +(b.cpu[k]! - (a.cpu[k] ?? 0)).toFixed(2)])),
+    load1: loadavg()[0]!,
   };
 }
 
@@ -203,6 +214,42 @@ function checkRates(state: TestbedState): Array<{ from: string; to: string; mbit
   const bad = rows.filter((r) => Math.abs(r.mbit - r.want) > 0.01 * r.want);
   if (rows.length !== 12 || bad.length) throw new Error(`testbed classes are not as the bench needs: ${JSON.stringify(rows)}`);
   return rows;
+}
+
+// ---- CPU per host ---------------------------------------------------------------------------
+
+const TICK = 100; // USER_HZ
+
+/** CPU seconds used so far by each host's engine (dockerd, containerd, shims, containers) and by the home's Redis. */
+function cpuPerHost(state: TestbedState): Record<string, number> {
+  const children = new Map<number, number[]>();
+  const cpu = new Map<number, number>();
+  const cmd = new Map<number, string>();
+  for (const p of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      children.set(Number(f[1]), [...(children.get(Number(f[1])) ?? []), Number(p)]);
+      cpu.set(Number(p), (Number(f[11]) + Number(f[12])) / TICK);
+      cmd.set(Number(p), readFileSync(`/proc/${p}/cmdline`, 'utf8'));
+    } catch {
+      // gone
+    }
+  }
+  const tree = (roots: number[]): number => {
+    const seen = new Set<number>();
+    const walk = (q: number): void => {
+      if (seen.has(q)) return;
+      seen.add(q);
+      for (const c of children.get(q) ?? []) walk(c);
+    };
+    roots.forEach(walk);
+    return [...seen].reduce((a, q) => a + (cpu.get(q) ?? 0), 0);
+  };
+  const out: Record<string, number> = {};
+  for (const h of state.hosts.filter((x) => x.engine)) out[h.name] = tree([...cmd].filter(([, c]) => c.includes(`${state.runRoot}/${h.name}/`)).map(([q]) => q));
+  if (state.redis) out['home redis'] = tree([state.redis.pid]);
+  return out;
 }
 
 // ---- raw TCP ------------------------------------------------------------------------------
@@ -268,8 +315,8 @@ async function tcpChain(state: TestbedState, hosts: string[], count: number, siz
  * --wait runs it: the first warm-up item). Not none: the docker runtime's app image leaves an
  * empty sample_input/ out, and the runners then fail to load the app.
  */
-function pinnedApp(parent: string): string {
-  const dir = join(parent, 'camera');
+function pinnedApp(parent: string, name: string): string {
+  const dir = join(parent, name);
   cpSync(join(repo, 'apps', 'camera'), dir, { recursive: true });
   for (const f of readdirSync(join(dir, 'sample_input'))) if (f !== 'f1.trigger') rmSync(join(dir, 'sample_input', f));
   const conf = readFileSync(join(dir, 'configuration.txt'), 'utf8').trimEnd();
@@ -306,6 +353,12 @@ interface ItemRecord {
   /** ms per hop (HOPS order) and the bytes that crossed it (the receiving task's input). */
   hops: Record<string, number>;
   hopBytes: Record<string, number>;
+  /**
+   * The host-to-host hops split at the job's creation (the receiver's `enter`): `<hop> commit` =
+   * sender's finish -> its commit created the receiver's job; `<hop> receive` = job -> the
+   * receiver's start (waiting in the queue, taken, bytes fetched, written). And each task's run.
+   */
+  parts: Record<string, number>;
 }
 
 async function records(ctx: Ctx, items: string[]): Promise<ItemRecord[]> {
@@ -329,7 +382,13 @@ async function records(ctx: Ctx, items: string[]): Promise<ItemRecord[]> {
       'capture->detect': t('detect', 'in'),
       'detect->track': t('track', 'in'),
     };
-    return { item, enteredAt, doneAt, makespanMs, hops, hopBytes };
+    const parts: Record<string, number> = {};
+    for (const [from, to] of [['capture', 'detect'], ['detect', 'track']] as const) {
+      parts[`${from}->${to} commit`] = t(to, 'enter') - t(from, 'finish');
+      parts[`${from}->${to} receive`] = t(to, 'start') - t(to, 'enter');
+    }
+    for (const task of TASKS) parts[`${task} run`] = t(task, 'finish') - t(task, 'start');
+    return { item, enteredAt, doneAt, makespanMs, hops, hopBytes, parts };
   });
 }
 
@@ -369,12 +428,14 @@ async function closedLoop(ctx: Ctx, files: string[], window: number, label: stri
 interface HopStats {
   p50Ms: Record<string, number>;
   bytes: Record<string, number>;
+  partsP50Ms: Record<string, number>;
 }
 
 function hopStats(recs: ItemRecord[]): HopStats {
   return {
     p50Ms: Object.fromEntries(HOPS.map((h) => [h, +median(recs.map((r) => r.hops[h]!)).toFixed(2)])),
     bytes: Object.fromEntries(HOPS.slice(0, 3).map((h) => [h, Math.round(median(recs.map((r) => r.hopBytes[h]!)))])),
+    partsP50Ms: Object.fromEntries(Object.keys(recs[0]?.parts ?? {}).map((k) => [k, +median(recs.map((r) => r.parts[k]!)).toFixed(2)])),
   };
 }
 
@@ -386,64 +447,99 @@ interface PathResult {
   deploySec: number;
   throughput: { items: number; window: number; seconds: number; itemsPerSec: number; makespanP50Ms: number; makespanP95Ms: number; hops: HopStats; traffic: Traffic };
   isolated: { items: number; makespanP50Ms: number; hops: HopStats; interHopP50Ms: number; traffic: Traffic };
-  small: { items: number; makespanP50Ms: number; hops: HopStats; interHopP50Ms: number; traffic: Traffic };
+  small?: { items: number; makespanP50Ms: number; hops: HopStats; interHopP50Ms: number };
 }
 
-async function runPath(path: string, dataPathFlag: boolean, state: TestbedState, cwd: string, appDir: string): Promise<PathResult> {
-  const env = { JUPITER_CONFIG: state.configFile };
-  log(`== data path ${path}: deploying camera pinned ${Object.entries(PIN).map(([t, n]) => `${t}@${n}`).join(', ')} (docker runtime)`);
+interface Deployed {
+  path: string;
+  deploySec: number;
+  ctx: Ctx;
+  trig: string;
+}
+
+/** A pinned copy of camera deployed as `camera-<path>` with that data path, checked and warmed up. */
+async function deployPath(path: string, dataPathFlag: boolean, state: TestbedState, cwd: string, redis: Redis): Promise<Deployed> {
+  const name = `camera-${path}`;
+  const appDir = pinnedApp(join(cwd, 'apps'), name);
+  log(`== ${name}: deploying, ${Object.entries(PIN).map(([t, n]) => `${t}@${n}`).join(', ')}, data path ${path} (docker runtime)`);
   const t0 = performance.now();
-  await jupiter(cwd, ['deploy', appDir, '--runtime', 'docker', '--wait', '--timeout', '300', ...(dataPathFlag ? ['--data-path', path] : [])], env);
+  await jupiter(cwd, ['deploy', appDir, '--runtime', 'docker', '--wait', '--timeout', '300', ...(dataPathFlag ? ['--data-path', path] : [])], { JUPITER_CONFIG: state.configFile });
   const deploySec = (performance.now() - t0) / 1000;
   log(`  deployed in ${deploySec.toFixed(1)} s`);
-  const redis = connectRedis(state.redis!.url);
-  try {
-    const prefix = DEFAULT_PREFIX;
-    const dep = await readDeployment(redis, prefix, 'camera');
-    if (!dep) throw new Error('camera is not deployed after deploy');
-    const mapping = (await readMapping(redis, prefix, 'camera'))?.mapping;
-    if (Object.entries(PIN).some(([t, n]) => mapping?.[t] !== n)) throw new Error(`camera was placed ${JSON.stringify(mapping)}, not ${JSON.stringify(PIN)}`);
-    const ctx: Ctx = { redis, prefix, app: await loadApp(dep.appDir), runId: dep.runId };
-    const trig = join(cwd, 'triggers', path);
-    // Warm-up: module loads, JIT, connections.
-    await closedLoop(ctx, [...triggers(trig, 'warm', 2, false), ...triggers(trig, 'warmsmall', 2, true)], 1, `${path} warm-up`, 120_000);
-    const phase = async <T>(fn: () => Promise<T>): Promise<{ value: T; traffic: Traffic }> => {
-      const c0 = snapshot(state);
-      const p0 = performance.now();
-      const value = await fn();
-      const seconds = (performance.now() - p0) / 1000;
-      return { value, traffic: traffic(c0, snapshot(state), seconds) };
-    };
+  const prefix = DEFAULT_PREFIX;
+  const dep = await readDeployment(redis, prefix, name);
+  if (!dep) throw new Error(`${name} is not deployed after deploy`);
+  const mapping = (await readMapping(redis, prefix, name))?.mapping;
+  if (Object.entries(PIN).some(([t, n]) => mapping?.[t] !== n)) throw new Error(`${name} was placed ${JSON.stringify(mapping)}, not ${JSON.stringify(PIN)}`);
+  const ctx: Ctx = { redis, prefix, app: await loadApp(dep.appDir), runId: dep.runId };
+  const trig = join(cwd, 'triggers', path);
+  // Warm-up: module loads, JIT, connections.
+  await closedLoop(ctx, [...triggers(trig, 'warm', 3, false), ...triggers(trig, 'warmsmall', 3, true)], 1, `${name} warm-up`, 120_000);
+  return { path, deploySec, ctx, trig };
+}
 
-    log(`  throughput: ${N} x 1 MiB frames, at most ${WINDOW} in flight`);
-    const big = await phase(() => closedLoop(ctx, triggers(trig, 'big', N, false), WINDOW, `${path} 1 MiB`, 600_000));
-    const first = Math.min(...big.value.map((r) => r.enteredAt));
-    const lastDone = Math.max(...big.value.map((r) => r.doneAt));
-    const seconds = (lastDone - first) / 1000;
-    const ms = big.value.map((r) => r.makespanMs).sort((a, b) => a - b);
-    const throughput = {
-      items: N, window: WINDOW, seconds, itemsPerSec: N / seconds, makespanP50Ms: median(ms), makespanP95Ms: ms[Math.min(ms.length - 1, Math.ceil(0.95 * ms.length) - 1)]!,
-      hops: hopStats(big.value), traffic: big.traffic,
-    };
-    log(`  ${path} 1 MiB: ${throughput.itemsPerSec.toFixed(2)} items/s, makespan p50 ${throughput.makespanP50Ms.toFixed(0)} ms; MiB over home links ${(big.traffic.toHome + big.traffic.fromHome).toFixed(1)}, between hosts ${big.traffic.hostToHost.toFixed(1)}`);
+async function phase<T>(state: TestbedState, fn: () => Promise<T>): Promise<{ value: T; traffic: Traffic }> {
+  const c0 = snapshot(state);
+  const p0 = performance.now();
+  const value = await fn();
+  const seconds = (performance.now() - p0) / 1000;
+  return { value, traffic: traffic(c0, snapshot(state), seconds) };
+}
 
-    log(`  isolated: ${ISOLATED} x 1 MiB, one at a time`);
-    const iso = await phase(() => closedLoop(ctx, triggers(trig, 'iso', ISOLATED, false), 1, `${path} isolated`, 300_000));
-    const isolated = { items: ISOLATED, makespanP50Ms: median(iso.value.map((r) => r.makespanMs)), hops: hopStats(iso.value), interHopP50Ms: interHopP50(iso.value), traffic: iso.traffic };
-    log(`  ${path} isolated 1 MiB: makespan p50 ${isolated.makespanP50Ms.toFixed(0)} ms, host-to-host hop p50 ${isolated.interHopP50Ms.toFixed(1)} ms`);
+/** The 1 MiB runs of one deployment: throughput (closed loop), then isolated items. */
+async function measureBig(d: Deployed, state: TestbedState): Promise<PathResult> {
+  const { path, ctx, trig } = d;
+  log(`  ${path}: throughput, ${N} x 1 MiB frames, at most ${WINDOW} in flight`);
+  const big = await phase(state, () => closedLoop(ctx, triggers(trig, 'big', N, false), WINDOW, `${path} 1 MiB`, 600_000));
+  const first = Math.min(...big.value.map((r) => r.enteredAt));
+  const lastDone = Math.max(...big.value.map((r) => r.doneAt));
+  const seconds = (lastDone - first) / 1000;
+  const ms = big.value.map((r) => r.makespanMs).sort((a, b) => a - b);
+  const throughput = {
+    items: N, window: WINDOW, seconds, itemsPerSec: N / seconds, makespanP50Ms: median(ms), makespanP95Ms: ms[Math.min(ms.length - 1, Math.ceil(0.95 * ms.length) - 1)]!,
+    hops: hopStats(big.value), traffic: big.traffic,
+  };
+  log(`  ${path} 1 MiB: ${throughput.itemsPerSec.toFixed(2)} items/s, makespan p50 ${throughput.makespanP50Ms.toFixed(0)} ms; MiB over home links ${(big.traffic.toHome + big.traffic.fromHome).toFixed(1)}, between hosts ${big.traffic.hostToHost.toFixed(1)}`);
 
-    log(`  small: ${SMALL} x ${SMALL_SIZE}x${SMALL_SIZE}-pixel frames, one at a time`);
-    const sm = await phase(() => closedLoop(ctx, triggers(trig, 'small', SMALL, true), 1, `${path} small`, 300_000));
-    const small = { items: SMALL, makespanP50Ms: median(sm.value.map((r) => r.makespanMs)), hops: hopStats(sm.value), interHopP50Ms: interHopP50(sm.value), traffic: sm.traffic };
-    log(`  ${path} small: makespan p50 ${small.makespanP50Ms.toFixed(1)} ms, host-to-host hop p50 ${small.interHopP50Ms.toFixed(2)} ms (${Object.values(small.hops.bytes).join('/')} B)`);
-    return { path, deploySec, throughput, isolated, small };
-  } finally {
-    redis.disconnect();
-    await jupiter(cwd, ['teardown', 'camera'], env).catch((e: Error) => log(`  teardown camera failed: ${e.message.split('\n')[0]}`));
-  }
+  log(`  ${path}: isolated, ${ISOLATED} x 1 MiB, one at a time`);
+  const iso = await phase(state, () => closedLoop(ctx, triggers(trig, 'iso', ISOLATED, false), 1, `${path} isolated`, 300_000));
+  const isolated = { items: ISOLATED, makespanP50Ms: median(iso.value.map((r) => r.makespanMs)), hops: hopStats(iso.value), interHopP50Ms: interHopP50(iso.value), traffic: iso.traffic };
+  log(`  ${path} isolated 1 MiB: makespan p50 ${isolated.makespanP50Ms.toFixed(0)} ms, host-to-host hop p50 ${isolated.interHopP50Ms.toFixed(1)} ms`);
+  return { path, deploySec: d.deploySec, throughput, isolated };
+}
+
+/**
+ * Small items, one at a time, alternating between the deployments (item i of every path before
+ * item i + 1 of any): a drift of the machine's load reaches every path alike.
+ */
+async function measureSmall(ds: Deployed[], state: TestbedState): Promise<{ byPath: Record<string, NonNullable<PathResult['small']>>; traffic: Traffic }> {
+  log(`small: ${SMALL} x ${SMALL_SIZE}x${SMALL_SIZE}-pixel frames per data path, one at a time, alternating (${ds.map((d) => d.path).join(', ')})`);
+  const files = new Map(ds.map((d) => [d.path, triggers(d.trig, 'small', SMALL, true)]));
+  const got = new Map<string, ItemRecord[]>(ds.map((d) => [d.path, []]));
+  const run = await phase(state, async () => {
+    for (let i = 0; i < SMALL; i++) {
+      for (const d of ds) got.get(d.path)!.push(...(await closedLoop(d.ctx, [files.get(d.path)![i]!], 1, `${d.path} small`, 60_000)));
+      if ((i + 1) % 5 === 0) log(`  small: ${i + 1}/${SMALL} per path`);
+    }
+  });
+  const byPath = Object.fromEntries(ds.map((d) => {
+    const recs = got.get(d.path)!;
+    const r = { items: SMALL, makespanP50Ms: median(recs.map((x) => x.makespanMs)), hops: hopStats(recs), interHopP50Ms: interHopP50(recs) };
+    log(`  ${d.path} small: makespan p50 ${r.makespanP50Ms.toFixed(1)} ms, host-to-host hop p50 ${r.interHopP50Ms.toFixed(2)} ms (${Object.values(r.hops.bytes).join('/')} B)`);
+    return [d.path, r];
+  }));
+  return { byPath, traffic: run.traffic };
 }
 
 // ---- main ---------------------------------------------------------------------------------
+
+interface Results {
+  rates?: ReturnType<typeof checkRates>;
+  raw?: RawTcp;
+  paths: PathResult[];
+  smallTraffic?: Traffic;
+  testbedUpSec?: number;
+}
 
 interface RawTcp {
   homeToNode1Mbit: number;
@@ -477,7 +573,7 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'jtb-dataplane-'));
   const topo = { name: 'dataplane', home: { uplink: '10mbit' }, defaults: { uplink: '200mbit' }, hosts: HOSTS.map((name) => ({ name })) };
   writeFileSync(join(work, 'topology.json'), `${JSON.stringify(topo, null, 2)}\n`);
-  const out: { rates?: ReturnType<typeof checkRates>; raw?: RawTcp; paths: PathResult[]; testbedUpSec?: number } = { paths: [] };
+  const out: Results = { paths: [] };
   // BENCH_TESTBED_DIR: use a testbed that is already up (same topology; left up afterwards).
   const given = process.env.BENCH_TESTBED_DIR;
   const tbDir = given ? resolve(given) : join(work, 'tb');
@@ -496,11 +592,25 @@ async function main(): Promise<void> {
     log(`  htb classes: home <-> hosts ${HOME_RATE / 1e6} Mbit/s, hosts <-> hosts ${HOST_RATE / 1e6} Mbit/s (12 directed pairs checked)`);
     // Once per testbed (a reused one may have the rules already).
     if (!(`${HOSTS[0]}>${HOSTS[1]}` in pairCounters(state).all)) countAgentTraffic(state);
-    out.raw = await rawTcp(state);
-    const appDir = pinnedApp(join(work, 'app'));
-    for (const p of paths) {
-      out.paths.push(await runPath(p, flag, state, work, appDir));
+    const redis = connectRedis(state.redis!.url);
+    const deployed: Deployed[] = [];
+    try {
+      for (const p of paths) deployed.push(await deployPath(p, flag, state, work, redis));
+      // The raw TCP chain right before the last path's 1 MiB run: the same moment's machine.
+      for (const [i, d] of deployed.entries()) {
+        if (i === deployed.length - 1) out.raw = await rawTcp(state);
+        out.paths.push(await measureBig(d, state));
+        save(out, load);
+      }
+      const small = await measureSmall(deployed, state);
+      for (const r of out.paths) r.small = small.byPath[r.path];
+      out.smallTraffic = small.traffic;
       save(out, load);
+    } finally {
+      redis.disconnect();
+      for (const d of deployed) {
+        await jupiter(work, ['teardown', d.ctx.app.name], { JUPITER_CONFIG: state.configFile }).catch((e: Error) => log(`  teardown ${d.ctx.app.name} failed: ${e.message.split('\n')[0]}`));
+      }
     }
   } finally {
     if (up) {
@@ -513,10 +623,12 @@ async function main(): Promise<void> {
   log(`results: ${save(out, load)}`);
 }
 
-function report(out: { raw?: RawTcp; paths: PathResult[] }): void {
+function report(out: Results): void {
   const c = out.paths.find((p) => p.path === 'central');
   const d = out.paths.find((p) => p.path === 'direct');
   const raw = out.raw!;
+  const cs = c?.small;
+  const dsm = d?.small;
   const f = (v: number | undefined, digits = 2) => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits));
   const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? '-' : `${(a / b).toFixed(2)}x`);
   const rows: Array<Array<string | number>> = [
@@ -524,8 +636,8 @@ function report(out: { raw?: RawTcp; paths: PathResult[] }): void {
     ['1 MiB makespan p50 under load (ms)', f(c?.throughput.makespanP50Ms, 0), f(d?.throughput.makespanP50Ms, 0), '', ratio(d?.throughput.makespanP50Ms, c?.throughput.makespanP50Ms), '', ''],
     ['1 MiB makespan p50 isolated (ms)', f(c?.isolated.makespanP50Ms, 0), f(d?.isolated.makespanP50Ms, 0), '', ratio(d?.isolated.makespanP50Ms, c?.isolated.makespanP50Ms), '', ''],
     ['1 MiB host-to-host hop p50 isolated (ms)', f(c?.isolated.interHopP50Ms, 1), f(d?.isolated.interHopP50Ms, 1), '', ratio(d?.isolated.interHopP50Ms, c?.isolated.interHopP50Ms), '', ''],
-    [`small (${SMALL_SIZE}x${SMALL_SIZE} px) host-to-host hop p50 (ms)`, f(c?.small.interHopP50Ms), f(d?.small.interHopP50Ms), '', d && c ? `${(d.small.interHopP50Ms - c.small.interHopP50Ms >= 0 ? '+' : '')}${(d.small.interHopP50Ms - c.small.interHopP50Ms).toFixed(2)} ms` : '-', '', '<= +0.5 ms'],
-    ['small makespan p50 (ms)', f(c?.small.makespanP50Ms, 1), f(d?.small.makespanP50Ms, 1), '', ratio(d?.small.makespanP50Ms, c?.small.makespanP50Ms), '', ''],
+    [`small (${SMALL_SIZE}x${SMALL_SIZE} px) host-to-host hop p50 (ms)`, f(cs?.interHopP50Ms), f(dsm?.interHopP50Ms), '', dsm && cs ? `${dsm.interHopP50Ms - cs.interHopP50Ms >= 0 ? '+' : ''}${(dsm.interHopP50Ms - cs.interHopP50Ms).toFixed(2)} ms` : '-', '', '<= +0.5 ms'],
+    ['small makespan p50 (ms)', f(cs?.makespanP50Ms, 1), f(dsm?.makespanP50Ms, 1), '', ratio(dsm?.makespanP50Ms, cs?.makespanP50Ms), '', ''],
     ['MiB over home links, 1 MiB run (to / from home)', c ? `${f(c.throughput.traffic.toHome, 1)} / ${f(c.throughput.traffic.fromHome, 1)}` : '-', d ? `${f(d.throughput.traffic.toHome, 1)} / ${f(d.throughput.traffic.fromHome, 1)}` : '-', '0', '', '', ''],
     ['MiB between hosts, 1 MiB run', f(c?.throughput.traffic.hostToHost, 1), f(d?.throughput.traffic.hostToHost, 1), f(2 * N, 0), '', '', ''],
   ];
@@ -533,7 +645,11 @@ function report(out: { raw?: RawTcp; paths: PathResult[] }): void {
   process.stdout.write(`raw TCP: home -> node1 ${raw.homeToNode1Mbit.toFixed(1)} Mbit/s, node1 -> node2 ${raw.node1ToNode2Mbit.toFixed(1)} Mbit/s; two-hop chain node1 -> node2 -> node3 ${raw.chain.itemsPerSec.toFixed(2)} items/s\n`);
   for (const p of out.paths) {
     const h = (s: HopStats) => HOPS.map((x) => `${x} ${s.p50Ms[x]!.toFixed(1)}`).join(', ');
-    process.stdout.write(`${p.path}: per-hop p50 ms, 1 MiB isolated: ${h(p.isolated.hops)}; small: ${h(p.small.hops)} (bytes per hop ${Object.values(p.small.hops.bytes).join('/')})\n`);
+    process.stdout.write(`${p.path}: per-hop p50 ms, 1 MiB isolated: ${h(p.isolated.hops)}${p.small ? `; small: ${h(p.small.hops)} (bytes per hop ${Object.values(p.small.hops.bytes).join('/')})` : ''}\n`);
+    const cpu = p.throughput.traffic.cpuSec;
+    process.stdout.write(`  CPU during the 1 MiB run (${p.throughput.traffic.seconds.toFixed(1)} s, load ${p.throughput.traffic.load1.toFixed(1)} at its end): ${Object.entries(cpu).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ')}; ${(Object.values(cpu).reduce((a, v) => a + v, 0) / N * 1000).toFixed(0)} ms per item\n`);
+    const parts = (s: HopStats) => Object.entries(s.partsP50Ms).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
+    process.stdout.write(`  p50 ms, 1 MiB under load: ${parts(p.throughput.hops)}\n  isolated: ${parts(p.isolated.hops)}\n`);
   }
   process.stdout.write(`bytes: htb class counters of each host's veth, less what the agents' probes sent between hosts (iptables counters on the agent port: ${out.paths.map((p) => `${p.path} ${p.throughput.traffic.agentsHostToHost.toFixed(1)} MiB`).join(', ')}); ${N} items x 2 hops x 1 MiB = ${2 * N} MiB of frames\n`);
 }

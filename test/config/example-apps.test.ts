@@ -1,6 +1,7 @@
 // The example apps' tasks, run through a small in-test DAG walker (one job at a time, FLAG routing
 // as CIRCE does it): the dummy app's lineage proves joins and FLAG routing; the anomaly app finds
-// exactly the anomalies planted in its sample inputs.
+// exactly the anomalies planted in its sample inputs; the camera app delivers exactly its
+// expected.json and refuses a corrupted frame.
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

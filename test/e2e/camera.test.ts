@@ -1,9 +1,9 @@
 // End to end through the real CLI: `jupiter deploy camera --wait` (the data-heavy example: a
 // trigger of a few bytes becomes a 1 MiB frame on the capture task's node, 1 MiB per hop, a small
 // result home) on the embedded default (process runtime), then `submit` of a new frame and of a
-// tiny one, status counts and `teardown --stack`. Every result must equal apps/camera/expected.json
-// byte for byte (as parsed JSON) and find each object the scene planted, in its lane, with its
-// shape, centroid within 1 px.
+// tiny one, status counts, a deploy again with `--data-path direct` (frames from node to node) and
+// `teardown --stack`. Every result must equal apps/camera/expected.json (as parsed JSON) and find
+// each object the scene planted, in its lane, with its shape, centroid within 1 px.
 import { expect } from 'chai';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -102,6 +102,16 @@ describe('e2e: jupiter deploy camera (1 MiB frames between tasks)', function () 
     expect(tiny).to.include({ camera: 'cam1', frame: 3, seed: 42, width: 8, height: 8 });
     expect(tiny.objects.map((o) => o.track)).to.deep.equal(['lane0']);
     expect((await statusJson(w, 'camera')).status.items.done).to.equal(app.sampleInputs.length + 2);
+  });
+
+  it('deployed again with `--data-path direct` (frames node to node): the same results', async () => {
+    const r = await w.expectCli(['deploy', 'camera', '--data-path', 'direct', '--wait'], 0, 110_000);
+    out = parseDeployOutput(r.stdout);
+    for (const [job, e] of Object.entries(expected)) expect(read(e.output), job).to.deep.equal(e.result);
+    expect(readdirSync(out.outputDir)).to.have.length(Object.keys(expected).length);
+    const st = await statusJson(w, 'camera');
+    expect(st.status.items).to.include({ done: app.sampleInputs.length, inFlight: 0 });
+    expect(st.status.deadLetterCount).to.equal(0);
   });
 
   it('`teardown --stack` leaves no process running', async () => {

@@ -1,5 +1,5 @@
 // detect: finds the bright objects of a frame. Threshold, then 8-connected components labelled by
-// an explicit-stack flood fill; components smaller than MIN_AREA are sensor noise ("salt") and only
+// an explicit-stack flood fill; components smaller than minArea() are sensor noise ("salt") and only
 // counted. Passes the whole frame on, with its detections (area, centroid, bounding box, summed
 // brightness) added to the PGM header.
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
@@ -9,17 +9,25 @@ import { THRESHOLD, inputPaths, jobPrefix, readPgm, writePgm } from './camlib.mj
 /** Components of at least this many pixels are objects (scaled down for tiny frames). */
 export const minArea = (width, height) => Math.max(2, Math.round((width * height) / 65536));
 
+// Scratch buffers, kept across frames (the runner imports this module once): a seen-flag per pixel
+// and the flood fill's stack.
+let seen = new Uint8Array(0);
+let stack = new Int32Array(0);
+
 export function components(width, height, px) {
-  const label = new Int32Array(width * height);
-  const stack = new Int32Array(width * height);
+  const n = width * height;
+  if (seen.length < n) {
+    seen = new Uint8Array(n);
+    stack = new Int32Array(n);
+  } else {
+    seen.fill(0, 0, n);
+  }
   const found = [];
-  let next = 0;
-  for (let start = 0; start < px.length; start++) {
-    if (px[start] < THRESHOLD || label[start] !== 0) continue;
-    next++;
+  for (let start = 0; start < n; start++) {
+    if (px[start] < THRESHOLD || seen[start] !== 0) continue;
     let top = 0;
     stack[top++] = start;
-    label[start] = next;
+    seen[start] = 1;
     let area = 0, sx = 0, sy = 0, sum = 0;
     let x0 = width, y0 = height, x1 = -1, y1 = -1;
     while (top > 0) {
@@ -41,8 +49,8 @@ export function components(width, height, px) {
           const nx = x + dx;
           if (nx < 0 || nx >= width) continue;
           const j = ny * width + nx;
-          if (label[j] === 0 && px[j] >= THRESHOLD) {
-            label[j] = next;
+          if (seen[j] === 0 && px[j] >= THRESHOLD) {
+            seen[j] = 1;
             stack[top++] = j;
           }
         }

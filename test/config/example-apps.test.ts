@@ -1,9 +1,10 @@
 // The example apps' tasks, run through a small in-test DAG walker (one job at a time, FLAG routing
 // as CIRCE does it): the dummy app's lineage proves joins and FLAG routing; the anomaly app finds
-// exactly the anomalies planted in its sample inputs.
+// exactly the anomalies planted in its sample inputs; the camera app delivers exactly its
+// expected.json and refuses a corrupted frame.
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -114,6 +115,28 @@ describe('example apps run end to end (in-test DAG walker)', function () {
       expect(found, job).to.deep.equal(want.anomalies.map((a) => `${a.type} ${a.src_ip}`).sort());
       expect(report.verdict).to.equal(want.anomalies.length ? 'anomalous' : 'clean');
     }
+  });
+
+  it('camera: 1 MiB frames between tasks, each result as expected.json says; a corrupted frame fails detect', async () => {
+    const app = await loadApp(join(appsDir, 'camera'));
+    const expected = JSON.parse(readFileSync(join(appsDir, 'camera', 'expected.json'), 'utf8')) as Record<string, { output: string; result: unknown }>;
+    expect(Object.keys(expected).sort()).to.deep.equal(app.sampleInputs.map((s) => jobPrefix(s)).sort());
+    const sample = app.sampleInputs[0]!;
+    const job = jobPrefix(sample);
+    const work = join(tmp, 'camera', job);
+    const outs = await runJob(app, sample, work, invokeJs);
+    expect(outs.map((o) => basename(o))).to.deep.equal([expected[job]!.output]);
+    expect(JSON.parse(readFileSync(outs[0]!, 'utf8'))).to.deep.equal(expected[job]!.result);
+    const frame = readFileSync(join(work, 'detect', 'in', `${job}_frame.pgm`));
+    expect(frame.length).to.be.within(1024 * 1024, 1024 * 1024 + 512);
+    // one flipped pixel: the digest in the header no longer matches
+    frame.writeUInt8(frame.readUInt8(frame.length - 1) ^ 1, frame.length - 1);
+    const bad = join(tmp, 'camera', 'corrupt');
+    mkdirSync(bad, { recursive: true });
+    writeFileSync(join(bad, `${job}_frame.pgm`), frame);
+    let err: Error | undefined;
+    await invokeJs(app.graph.node('detect'), [`${job}_frame.pgm`], bad, join(bad, 'out')).catch((e: Error) => (err = e));
+    expect(err?.message).to.match(/do not match the frame's digest/);
   });
 
   it('anomaly: sample inputs stay small (< 200 KB each)', async () => {

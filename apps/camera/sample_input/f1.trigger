@@ -1,0 +1,1 @@
+{"camera":"cam0","frame":10,"seed":42}

@@ -1,0 +1,1 @@
+{"camera":"cam0","frame":20,"seed":42}

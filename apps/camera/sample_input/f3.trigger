@@ -1,0 +1,1 @@
+{"camera":"cam0","frame":30,"seed":42}

@@ -1,0 +1,1 @@
+{"camera":"cam0","frame":40,"seed":42}

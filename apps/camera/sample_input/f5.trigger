@@ -1,0 +1,1 @@
+{"camera":"cam0","frame":50,"seed":42}

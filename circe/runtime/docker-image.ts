@@ -64,7 +64,10 @@ export function walk(dir: string, prefix: string, out: TarEntry[], keep: (rel: s
       st = statSync(realpathSync(full));
     }
     if (st.isDirectory()) {
-      if (keep(rel, true)) walk(full, rel, out, keep);
+      if (!keep(rel, true)) continue;
+      // The folder itself too: an empty one (an app's empty sample_input/) must exist in the image.
+      out.push({ name: rel, type: 'directory', mode: 0o755 });
+      walk(full, rel, out, keep);
     } else if (st.isFile() && keep(rel, false)) {
       out.push({ name: rel, type: 'file', mode: fileMode(st.mode), source: full, size: st.size });
     }

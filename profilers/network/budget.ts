@@ -40,11 +40,11 @@ export function affordableSizes(sizes: number[], capacity: number, fraction: num
  * the bucket's burst), yet on slow links the budget affords it least. When it is not among the
  * affordable sizes, the budget is split: LARGEST_SHARE of it pays for the largest size, drawn on
  * its own schedule (largestDue) with no pause after it, and the rest paces the affordable sizes
- * as usual. So the bandwidth of every link is re-measured (every ~28 s on 30 Mbit/s with 1 MB
- * probes and a 2% budget), while the link is still probed every few seconds (a cut is seen as
- * fast as before) and the total stays within the budget.
+ * as usual. So the bandwidth of every link is re-measured (every ~55 s on 30 Mbit/s with 1 MB
+ * probes and a 2% budget), while the link is still probed every few seconds (the others keep 3/4
+ * of the budget: a cut is seen about as fast as before) and the total stays within the budget.
  */
-export const LARGEST_SHARE = 0.5;
+export const LARGEST_SHARE = 0.25;
 
 /** Whether the largest size is drawn on its own schedule, and the budget share left for the others. */
 export function budgetSplit(sizes: number[], capacity: number, fraction: number, intervalMs: number): { largestForced: boolean; fraction: number } {

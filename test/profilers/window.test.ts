@@ -148,18 +148,20 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     expect(affordableSizes(sizes, 1e3, 0.02, 1000)).to.deep.equal([KB]);
   });
 
-  it('splits the budget where the largest size is not affordable: half for it on its own schedule, half for the others', () => {
+  it('splits the budget where the largest size is not affordable: a quarter for it on its own schedule, the rest for the others', () => {
     // 30 Mbit/s, 2%, 3 s refresh: 1 MB costs a 14 s cycle (over 3 x 3 s), so it is forced
     const cap = 3.75e6;
     const sizes = [10, 100, 500, 1000].map((k) => k * KB);
-    expect(budgetSplit(sizes, cap, 0.02, 3000)).to.deep.equal({ largestForced: true, fraction: 0.01 });
-    // every 2 of its full-budget cycles (28 s): at most half the budget
+    const split = budgetSplit(sizes, cap, 0.02, 3000);
+    expect(split.largestForced).to.equal(true);
+    expect(split.fraction).to.be.closeTo(0.015, 1e-12);
+    // every 4 of its full-budget cycles (55 s): at most a quarter of the budget
     const cycleMs = ((1000 * KB) / (0.02 * cap)) * 1000;
-    expect(largestDue(1000 * KB, cap, 0.02, 1.9 * cycleMs)).to.equal(false);
-    expect(largestDue(1000 * KB, cap, 0.02, 2 * cycleMs)).to.equal(true);
-    expect(2 * cycleMs).to.be.closeTo(28_000, 1_000);
-    // the others at half the budget: 10 and 100 KB keep a pace of a few seconds (a cut is seen soon)
-    expect(affordableSizes(sizes, cap, 0.01, 3000)).to.deep.equal([10 * KB, 100 * KB]);
+    expect(largestDue(1000 * KB, cap, 0.02, 3.9 * cycleMs)).to.equal(false);
+    expect(largestDue(1000 * KB, cap, 0.02, 4 * cycleMs)).to.equal(true);
+    expect(4 * cycleMs).to.be.closeTo(55_000, 1_000);
+    // the others at 3/4 of the budget: 10 and 100 KB keep a pace of a few seconds (a cut is seen soon)
+    expect(affordableSizes(sizes, cap, split.fraction, 3000)).to.deep.equal([10 * KB, 100 * KB]);
     // a fast link affords the largest at the pace: no split
     expect(budgetSplit(sizes, 125e6, 0.02, 3000)).to.deep.equal({ largestForced: false, fraction: 0.02 });
   });

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import type { AppSpec } from '../../config/types.js';
 import { liveAgents } from '../../profilers/agent/registry.js';
-import { newRequestId, sendToAgent } from '../../profilers/agent/inbox.js';
+import { newRequestId, readReplies, sendToAgent } from '../../profilers/agent/inbox.js';
 import type { ExecProfileProgress, ExecProfileReply, ExecProfileRequest } from '../../profilers/exec/handler.js';
 import { fmtBytes } from './format.js';
 
@@ -39,40 +39,32 @@ export async function requestExecProfiles(redis: Redis, app: AppSpec, opts: Exec
   if (opts.nodes) asked = asked.filter((n) => opts.nodes!.includes(n));
   const replies: ExecProfileReply[] = [];
   const batches = opts.serial ? asked.map((n) => [n]) : [asked];
-  const conn = redis.duplicate();
-  try {
-    for (const batch of batches) {
-      if (batch.length === 0) continue;
-      const id = newRequestId();
-      for (const node of batch) {
-        const msg: ExecProfileRequest = { type: 'exec-profile', id, app: app.name, appDir: app.dir };
-        await sendToAgent(redis, keys, node, { ...msg });
-      }
-      // Each node has until `timeoutMs` after its last news (the request, a finished task).
-      const news = new Map(batch.map((n) => [n, Date.now()]));
-      while (news.size > 0) {
-        const left = Math.max(...[...news.values()].map((t) => t + opts.timeoutMs)) - Date.now();
-        if (left <= 0) break;
-        const res = await conn.blpop(keys.reply(id), Math.max(0.1, Math.min(1, left / 1000)));
-        if (!res) {
-          // A node silent past its time is given up; the others keep theirs.
-          for (const [n, t] of news) if (Date.now() - t > opts.timeoutMs) news.delete(n);
-          continue;
-        }
-        const msg = JSON.parse(res[1]) as ExecProfileReply | ExecProfileProgress;
-        if (!news.has(msg.node)) continue;
-        if ('progress' in msg) {
-          news.set(msg.node, Date.now());
-          opts.onProgress?.(msg.node, msg.progress.done, msg.progress.total);
-          continue;
-        }
-        news.delete(msg.node);
-        replies.push(msg);
-        opts.onReply?.(msg);
-      }
+  for (const batch of batches) {
+    if (batch.length === 0) continue;
+    const id = newRequestId();
+    for (const node of batch) {
+      const msg: ExecProfileRequest = { type: 'exec-profile', id, app: app.name, appDir: app.dir };
+      await sendToAgent(redis, keys, node, { ...msg });
     }
-  } finally {
-    conn.disconnect();
+    // Each node has until `timeoutMs` after its last news (the request, a finished task); a node
+    // silent past its time is given up, the others keep theirs.
+    const news = new Map(batch.map((n) => [n, Date.now()]));
+    await readReplies(redis, keys, id, (raw) => {
+      const msg = raw as ExecProfileReply | ExecProfileProgress;
+      if (!news.has(msg.node)) return false;
+      if ('progress' in msg) {
+        news.set(msg.node, Date.now());
+        opts.onProgress?.(msg.node, msg.progress.done, msg.progress.total);
+        return false;
+      }
+      news.delete(msg.node);
+      replies.push(msg);
+      opts.onReply?.(msg);
+      return news.size === 0;
+    }, () => {
+      for (const [n, t] of news) if (Date.now() - t > opts.timeoutMs) news.delete(n);
+      return news.size > 0 ? Math.max(...news.values()) + opts.timeoutMs : 0;
+    });
   }
   const answered = new Set(replies.map((r) => r.node));
   return { asked, replies, missing: asked.filter((n) => !answered.has(n)) };

@@ -29,30 +29,38 @@ export async function reply(redis: Redis, keys: Keys, id: string, body: unknown)
 }
 
 /**
- * Wait for `count` replies to request `id` (or until `until` returns true for the replies so far),
- * using a dedicated blocking connection; resolves with what arrived by the deadline.
+ * Read the replies to request `id` as they come, on a dedicated blocking connection, until
+ * `handle` says it has all it wants or the deadline passes (`deadline()` is asked again after
+ * every wait, so a caller may move it as news arrives).
  */
+export async function readReplies(redis: Redis, keys: Keys, id: string, handle: (msg: unknown) => boolean, deadline: () => number): Promise<void> {
+  const conn = redis.duplicate();
+  try {
+    for (;;) {
+      const left = deadline() - Date.now();
+      if (left <= 0) return;
+      const res = await conn.blpop(keys.reply(id), Math.max(0.1, Math.min(1, left / 1000)));
+      if (res && handle(JSON.parse(res[1]))) return;
+    }
+  } finally {
+    conn.disconnect();
+  }
+}
+
+/** Wait for `count` replies to request `id`; resolves with what arrived by the deadline. */
 export async function collectReplies<T>(
   redis: Redis,
   keys: Keys,
   id: string,
   opts: { count: number; timeoutMs: number; onReply?: (r: T) => void },
 ): Promise<T[]> {
-  const conn = redis.duplicate();
   const out: T[] = [];
+  if (opts.count <= 0) return out;
   const deadline = Date.now() + opts.timeoutMs;
-  try {
-    while (out.length < opts.count) {
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      const res = await conn.blpop(keys.reply(id), Math.max(0.1, Math.min(1, left / 1000)));
-      if (!res) continue;
-      const r = JSON.parse(res[1]) as T;
-      out.push(r);
-      opts.onReply?.(r);
-    }
-  } finally {
-    conn.disconnect();
-  }
+  await readReplies(redis, keys, id, (msg) => {
+    out.push(msg as T);
+    opts.onReply?.(msg as T);
+    return out.length >= opts.count;
+  }, () => deadline);
   return out;
 }

@@ -55,6 +55,8 @@ export class DataPlane {
   private endpoint?: string;
   private sweeper?: NodeJS.Timeout;
   private readonly endpoints = new Map<string, { list: string[]; at: number }>();
+  /** The last fetch queued per source node: fetches from one node go one after another. */
+  private readonly lanes = new Map<string, Promise<unknown>>();
   readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0 };
 
   private constructor(private readonly opts: DataPlaneOptions, private readonly token: string) {}
@@ -105,8 +107,24 @@ export class DataPlane {
         return mine;
       }
     }
+    // One transfer per source node at a time, in the order asked: a runner that fetches ahead
+    // gets its next item's bytes at the link's full rate right after the current one's, instead
+    // of splitting the link between them and delaying both. The patience counts from the
+    // asking, so fetches queued behind one that waits out an unreachable node do not each wait
+    // the whole patience again.
+    const deadline = Date.now() + this.opts.settings.fetchPatienceMs;
+    const prev = this.lanes.get(src) ?? Promise.resolve();
+    const mine = prev.then(() => this.fetchRemote(src, blob, deadline));
+    const tail = mine.catch(() => undefined);
+    this.lanes.set(src, tail);
+    void tail.then(() => {
+      if (this.lanes.get(src) === tail) this.lanes.delete(src);
+    });
+    return mine;
+  }
+
+  private async fetchRemote(src: string, blob: string, deadline: number): Promise<Buffer> {
     const { settings } = this.opts;
-    const deadline = Date.now() + settings.fetchPatienceMs;
     let backoff = 100;
     let last: Error | undefined;
     for (let round = 0; ; round++) {

@@ -8,6 +8,20 @@ export const PREFETCH = 32;
 export const HELD_BYTES = 64 * 1024 * 1024;
 
 /**
+ * Bytes read (arrive) or written (commit) in one grouped Redis call, beyond its first item: on a
+ * slow link a backlog then streams item by item (each item's bytes move, then it runs or leaves)
+ * instead of moving as one unit that delays every item in it until the last byte is through.
+ */
+export const GROUP_BYTES = 1024 * 1024;
+
+/**
+ * Jobs a runner holds beyond the ones it runs while its inputs come from other nodes (direct
+ * data path): the next item's transfer overlaps this one's run, the link never waits for the
+ * task. One is enough: fetches from one node go one at a time anyway (circe/dataplane).
+ */
+export const FETCH_AHEAD = 1;
+
+/**
  * Prefetch window after an item took `lastMs` with a running mean of `meanMs` per job: held jobs
  * wait about window x mean, kept under an eighth of the lock; none after an item that took longer.
  */

@@ -16,7 +16,10 @@
 // round trip per hop. Order: the task still sees one item at a time in the order the jobs
 // reach the runner, which is queue order except that two neighbours can swap where a backlog
 // starts (BullMQ then fetches over two paths at once); retries, joins and parallel branches
-// never kept a strict order anyway.
+// never kept a strict order anyway. On the direct data path a runner whose inputs come from
+// other nodes also holds one job ahead (FETCH_AHEAD), so that the next item's transfer overlaps
+// this one's run; and every grouped Redis call carries at most GROUP_BYTES beyond its first item,
+// so a backlog on a slow link streams item by item rather than as one unit.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { UnrecoverableError, WaitingError, Worker, type Job } from '../queue/libs.js';
@@ -40,7 +43,7 @@ import { AppQueues, BlobTooLargeError, type OutgoingFile, type QueuedJob } from 
 import { arriveGroup, type Arrival, type InHand } from './arrive.js';
 import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
-import { HELD_BYTES, prefetchWindow } from './limits.js';
+import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
 import { defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
 
 export { defaultWorkRoot } from './work-slots.js';
@@ -108,6 +111,10 @@ export class TaskRunner {
   private meanMs?: number;
   private meanBundle = 1;
   private window = 0;
+  /** Running mean of the time an item's inputs took to come from other nodes (direct path). */
+  private meanFetchMs = 0;
+  /** Jobs held to fetch ahead: FETCH_AHEAD while inputs come from other nodes, else 0. */
+  private fetchAhead = 0;
   /** Jobs in hand; when the runner last had none; whether jobs come back to back. */
   private inHand = 0;
   private freeAt = -Infinity;
@@ -120,8 +127,9 @@ export class TaskRunner {
   private carefulTimer?: NodeJS.Timeout;
   /** Deliveries in hand by id (the latest copy's handling). */
   private readonly handling = new Map<string, Promise<void>>();
-  private readonly arrivals = new Grouper<InHand, Arrival>((h) => this.arrive(h), BUNDLE_MAX);
-  private readonly settles = new Grouper<Settle, number>((s) => this.settle(s), BUNDLE_MAX, (s) => (s.kind === 'run' ? s.bytes : 0), HELD_BYTES);
+  // Inputs kept on other nodes are not read by the arrive call (only their pointers are).
+  private readonly arrivals = new Grouper<InHand, Arrival>((h) => this.arrive(h), BUNDLE_MAX, (h) => (h.d.src ? 0 : h.d.size ?? 0), GROUP_BYTES);
+  private readonly settles = new Grouper<Settle, number>((s) => this.settle(s), BUNDLE_MAX, (s) => (s.kind === 'run' ? s.bytes : 0), GROUP_BYTES);
 
   private constructor(private readonly opts: TaskRunnerOptions) {
     this.keys = appKeys(opts.prefix, opts.app.name);
@@ -216,6 +224,11 @@ export class TaskRunner {
     }
     const ds = job.data.d;
     this.meanBundle = 0.8 * this.meanBundle + 0.2 * ds.length;
+    const ahead = ds.some((d) => d.src !== undefined && d.src !== this.opts.node) ? FETCH_AHEAD : 0;
+    if (ahead !== this.fetchAhead) {
+      this.fetchAhead = ahead;
+      this.applyWindow();
+    }
     const handled = new Set<string>();
     try {
       const outcomes = await Promise.allSettled(ds.map(async (d) => {
@@ -295,7 +308,9 @@ export class TaskRunner {
         try {
           // Direct path: inputs kept on other nodes come over here before a slot is taken, so
           // the next item's transfer overlaps this one's run.
+          const t0 = nowMs();
           pairs = await this.fetchInputs(pairs);
+          if (h.d.src) this.meanFetchMs = 0.8 * this.meanFetchMs + 0.2 * (nowMs() - t0);
         } catch (e) {
           await this.fail(h, e instanceof Error ? e : new Error(String(e)));
           return;
@@ -429,14 +444,17 @@ export class TaskRunner {
   /** Resize the prefetch window after an invocation that took `ms`. */
   private adapt(ms: number): void {
     this.meanMs = this.meanMs === undefined ? ms : 0.8 * this.meanMs + 0.2 * ms;
-    // The window counts jobs: a job holds meanBundle items on average.
-    this.window = prefetchWindow(ms, this.meanMs * Math.max(1, this.meanBundle), this.settings.lockMs);
+    // The window counts jobs: a job holds meanBundle items on average. An item's turn lasts its
+    // run or its inputs' transfer from another node, whichever is longer (they overlap), so a
+    // slow link shrinks the window as a slow task does: held jobs stay bounded in time.
+    const turn = Math.max(this.meanMs, this.meanFetchMs);
+    this.window = prefetchWindow(Math.max(ms, this.meanFetchMs), turn * Math.max(1, this.meanBundle), this.settings.lockMs);
     this.applyWindow();
   }
 
   /** Jobs BullMQ may hand over: the ones that run, plus the window while there is a backlog. */
   private applyWindow(): void {
-    const c = this.suspects.size > 0 ? 1 : this.settings.concurrency + (this.backlog ? this.window : 0);
+    const c = this.suspects.size > 0 ? 1 : this.settings.concurrency + Math.max(this.backlog ? this.window : 0, this.fetchAhead);
     if (this.worker && !this.closing && this.worker.concurrency !== c) this.worker.concurrency = c;
   }
 

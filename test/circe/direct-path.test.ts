@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { request } from 'node:http';
+import { createServer as createHttpServer, request } from 'node:http';
 import { circeSuite } from '../support/circe-suite.js';
 import { fixtureAppDir, specOf } from './support.js';
 import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems, type PipelineSettings } from '../../circe/index.js';
@@ -142,6 +142,44 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     expect(Date.now() - t0).to.be.at.least(1500);
     expect(reader.stats.retries).to.be.greaterThan(0);
     expect(logs.join('\n')).to.match(/node far unreachable/);
+    await reader.close();
+  });
+
+  it('fetches from one node go one at a time in the order asked; the patience counts from the asking', async () => {
+    const settings: PipelineSettings = { ...(await readSettings(rig.client, PREFIX, 'x')), dataPath: 'direct', fetchPatienceMs: 1200 };
+    const keys = appKeys(PREFIX, 'x');
+    await ensureDataToken(rig.client, keys);
+    // The far node, seen from the wire: answers each GET after 80 ms, counting requests in flight.
+    let inFlight = 0;
+    let most = 0;
+    const order: string[] = [];
+    const far = createHttpServer((req, res) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      order.push(req.url!.slice(-2));
+      setTimeout(() => {
+        inFlight--;
+        res.writeHead(200, { 'content-length': 4 }).end('data');
+      }, 80);
+    });
+    await new Promise<void>((r) => far.listen(0, '127.0.0.1', () => r()));
+    await rig.client.hset(keys.dataNodes('far'), `127.0.0.1:${(far.address() as { port: number }).port}`, String(Date.now()));
+    const reader = await DataPlane.reader({ redis: rig.client, keys, settings, node: 'near', log: () => undefined });
+    const ids = ['01', '02', '03', '04'].map((n) => `${'b'.repeat(38)}${n}`);
+    const got = await Promise.all(ids.map((id) => reader.fetch('far', id)));
+    expect(got.map((b) => b.toString())).to.deep.equal(['data', 'data', 'data', 'data']);
+    expect(most).to.equal(1);
+    expect(order).to.deep.equal(['01', '02', '03', '04']);
+    await new Promise<void>((r) => far.close(() => r()));
+
+    // An unreachable node: three fetches asked together all give up after about one patience,
+    // not one patience each in turn.
+    const port = await freePort();
+    await rig.client.hset(keys.dataNodes('gone'), `127.0.0.1:${port}`, String(Date.now()));
+    const t0 = Date.now();
+    const outcomes = await Promise.allSettled(ids.slice(0, 3).map((id) => reader.fetch('gone', id)));
+    expect(outcomes.every((o) => o.status === 'rejected')).to.equal(true);
+    expect(Date.now() - t0).to.be.below(3 * 1200);
     await reader.close();
   });
 });

@@ -6,7 +6,7 @@
 // bytes live differs. See circe/README.md "Data path".
 import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { getuid } from 'node:process';
 import type { AppKeys } from '../queue/keys.js';
 import type { PipelineSettings } from '../queue/settings.js';
@@ -49,6 +49,13 @@ export interface DataPlaneOptions {
   log(msg: string): void;
 }
 
+/**
+ * Producer planes of this process by store folder. The runners of one node host (process
+ * runtime) share a Redis connection and a store folder: they share one plane too, so a node
+ * pays for one endpoint, one sweeper and one transfer lane per source node, not one per task.
+ */
+const producers = new Map<string, { plane: Promise<DataPlane>; refs: number; redis: Redis }>();
+
 export class DataPlane {
   private store?: NodeStore;
   private server?: DataServer;
@@ -59,6 +66,9 @@ export class DataPlane {
   private readonly lanes = new Map<string, Promise<unknown>>();
   readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0 };
 
+  /** The key of this plane in `producers` while it is shared there. */
+  private sharedAs?: string;
+
   private constructor(private readonly opts: DataPlaneOptions, private readonly token: string) {}
 
   /** A plane that only fetches (the sink): no store, no endpoint. */
@@ -68,9 +78,27 @@ export class DataPlane {
 
   /** A plane that stores this node's outputs and serves them to the other nodes. */
   static async producer(opts: DataPlaneOptions & { dir: string }): Promise<DataPlane> {
-    const plane = new DataPlane(opts, await ensureDataToken(opts.redis, opts.keys));
-    await plane.open(opts.dir);
-    return plane;
+    const key = resolve(opts.dir);
+    const hit = producers.get(key);
+    if (hit && hit.redis === opts.redis) {
+      hit.refs++;
+      return hit.plane;
+    }
+    const made = (async () => {
+      const plane = new DataPlane(opts, await ensureDataToken(opts.redis, opts.keys));
+      await plane.open(opts.dir);
+      return plane;
+    })();
+    if (hit) return made; // another connection (in-process tests): a plane of its own
+    producers.set(key, { plane: made, refs: 1, redis: opts.redis });
+    try {
+      const plane = await made;
+      plane.sharedAs = key;
+      return plane;
+    } catch (e) {
+      producers.delete(key);
+      throw e;
+    }
   }
 
   private async open(dir: string): Promise<void> {
@@ -181,6 +209,12 @@ export class DataPlane {
   }
 
   async close(): Promise<void> {
+    if (this.sharedAs !== undefined) {
+      const entry = producers.get(this.sharedAs);
+      if (entry && --entry.refs > 0) return;
+      producers.delete(this.sharedAs);
+      this.sharedAs = undefined;
+    }
     clearInterval(this.sweeper);
     if (this.endpoint) await this.opts.redis.hdel(this.opts.keys.dataNodes(this.opts.node), this.endpoint).catch(() => undefined);
     await this.server?.close();

@@ -182,4 +182,19 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     expect(Date.now() - t0).to.be.below(3 * 1200);
     await reader.close();
   });
+
+  it('the runners of one node host share one plane: one endpoint for the node, closed with the last runner', async () => {
+    const settings: PipelineSettings = { ...(await readSettings(rig.client, PREFIX, 'x')), dataPath: 'direct' };
+    const keys = appKeys(PREFIX, 'x');
+    const dir = join(rig.work, 'hosted');
+    const opts = { redis: rig.client, keys, settings, node: 'n1', dir, log: () => undefined };
+    const [a, b] = await Promise.all([DataPlane.producer(opts), DataPlane.producer(opts)]);
+    expect(a).to.equal(b);
+    expect(Object.keys(await rig.client.hgetall(keys.dataNodes('n1')))).to.deep.equal([a.address]);
+    await a.close();
+    expect(Object.keys(await rig.client.hgetall(keys.dataNodes('n1')))).to.deep.equal([a.address]);
+    await b.close();
+    expect(await rig.client.hgetall(keys.dataNodes('n1'))).to.deep.equal({});
+  });
 });
+

@@ -17,6 +17,11 @@ import { NodeStore } from './store.js';
 /** Files younger than this are never swept: their commit may still be on its way to Redis. */
 export const SWEEP_GRACE_MS = 60_000;
 const SWEEP_EVERY_MS = 10_000;
+/**
+ * A plane closing while its app's tasks move live (A moving) keeps serving what it stored until
+ * receivers took it, this long at most: within the runner's stop grace (supervisor, docker stop).
+ */
+export const DRAIN_MS = 10_000;
 /** One fetch attempt gives up after this long without an answer. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
 
@@ -191,6 +196,25 @@ export class DataPlane {
     return list;
   }
 
+  /**
+   * Wait (at most `ms`) until no blob of this store has a record any more: every receiver took
+   * what this node made, so the endpoint can go without leaving anyone's input behind.
+   */
+  private async drain(ms: number): Promise<void> {
+    const { redis, keys, log } = this.opts;
+    const deadline = Date.now() + ms;
+    let left = 0;
+    for (;;) {
+      const ids = this.store!.scan().map((f) => f.id);
+      const res = ids.length ? await redis.pipeline(ids.map((id) => ['exists', keys.blob(id)])).exec().catch(() => null) : [];
+      left = res ? res.filter(([err, n]) => !err && Number(n) > 0).length : 0;
+      if (left === 0) return;
+      if (Date.now() >= deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    log(`moving away with ${left} stored file(s) not yet taken after ${ms / 1000} s: their receivers cannot fetch them from this node any more`);
+  }
+
   /** Remove the files whose blob records are gone (every receiver took them). */
   private async sweep(): Promise<void> {
     const { redis, keys } = this.opts;
@@ -216,6 +240,7 @@ export class DataPlane {
       this.sharedAs = undefined;
     }
     clearInterval(this.sweeper);
+    if (this.store && (await this.opts.redis.exists(this.opts.keys.moving).catch(() => 0)) > 0) await this.drain(DRAIN_MS);
     if (this.endpoint) await this.opts.redis.hdel(this.opts.keys.dataNodes(this.opts.node), this.endpoint).catch(() => undefined);
     await this.server?.close();
   }

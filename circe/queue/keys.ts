@@ -26,6 +26,8 @@
 //                                     with the item's records, so the hash stays bounded)
 //   A data:token              string  the deployment's data token (direct data path, circe/dataplane)
 //   A data:<node>             hash    data endpoints (host:port -> registered at) of the node's runners
+//   A moving                  string  JSON of the moves of a live re-map under way (orchestrator/adapt/move.ts;
+//                                     expires): a runner leaving a node serves what it stored until taken
 //   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
 import { redisKeys } from '../../config/redis-keys.js';
 
@@ -58,6 +60,7 @@ export interface AppKeys {
   ready: string;
   dataToken: string;
   dataNodes(node: string): string;
+  moving: string;
 }
 
 export function appKeys(prefix: string, app: string): AppKeys {
@@ -88,5 +91,6 @@ export function appKeys(prefix: string, app: string): AppKeys {
     ready: `${a}ready`,
     dataToken: `${a}data:token`,
     dataNodes: (n) => `${a}data:${n}`,
+    moving: `${a}moving`,
   };
 }

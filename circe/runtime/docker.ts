@@ -4,7 +4,7 @@
 import type Docker from 'dockerode';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { inputError, isJupiterError, runtimeError } from '../../config/errors.js';
-import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
+import type { RunnerHandle, RunnerSpec, Runtime, StartOptions, TeardownReport } from './types.js';
 import { clusterEngines, isLocalEndpoint, nodeEngine, type Engine } from './docker-engine.js';
 import { defaultSources, ensureAppImage, LABEL_IMAGE_APP, type ImageSources } from './docker-image.js';
 import {
@@ -115,7 +115,7 @@ export class DockerRuntime implements Runtime {
     return lists.flat();
   }
 
-  async start(app: AppSpec, specs: RunnerSpec[], cluster: ClusterConfig): Promise<RunnerHandle[]> {
+  async start(app: AppSpec, specs: RunnerSpec[], cluster: ClusterConfig, startOpts: StartOptions = {}): Promise<RunnerHandle[]> {
     const targets = specs.map((spec) => {
       if (spec.app !== app.name) throw inputError(`runner spec for app ${spec.app} given to start ${app.name}`);
       const engine = nodeEngine(cluster, spec.node, this.opts.env);
@@ -136,7 +136,12 @@ export class DockerRuntime implements Runtime {
         const task = l.info.Labels[LABEL_TASK] ?? '';
         return taskEngine.has(task) && taskEngine.get(task) !== l.engine.key;
       });
-    await Promise.all(stale.map((l) => l.engine.docker.getContainer(l.info.Id).remove({ force: true }).catch(() => undefined)));
+    await Promise.all(stale.map(async (l) => {
+      const c = l.engine.docker.getContainer(l.info.Id);
+      // A live move: SIGTERM, so the runner finishes its item and hands over what it stored.
+      if (startOpts.moveGraceSec !== undefined) await c.stop({ t: startOpts.moveGraceSec }).catch(() => undefined);
+      await c.remove({ force: true }).catch(() => undefined);
+    }));
 
     return Promise.all(targets.map(async ({ spec, engine }) => {
       const image = await this.image(engine, app, cluster);

@@ -26,12 +26,21 @@ export interface TeardownReport {
   failed?: string[];
 }
 
+export interface StartOptions {
+  /**
+   * A task that moves to another node (a live re-map): its runner elsewhere is stopped gracefully
+   * and given this long to finish its item and hand over what it holds (default: removed at once,
+   * as for a lost node).
+   */
+  moveGraceSec?: number;
+}
+
 export interface Runtime {
   readonly name: 'process' | 'docker';
   /** Prepare what starting needs (for docker: build the app image on each node's engine). */
   prepare(app: AppSpec, cluster: ClusterConfig, onProgress?: (msg: string) => void): Promise<void>;
   /** Start one runner per task on its mapped node. Must be idempotent for a task already running. */
-  start(app: AppSpec, specs: RunnerSpec[], cluster: ClusterConfig): Promise<RunnerHandle[]>;
+  start(app: AppSpec, specs: RunnerSpec[], cluster: ClusterConfig, opts?: StartOptions): Promise<RunnerHandle[]>;
   /** Runners of the app that are alive now. */
   list(app: string, cluster: ClusterConfig): Promise<RunnerHandle[]>;
   /** Stop and remove every runner of the app. */

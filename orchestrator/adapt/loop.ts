@@ -2,8 +2,8 @@
 // app, plan a re-mapping on the current models (plan.ts) and let decide.ts judge it against the
 // `adapt` settings. When it acts, the plan becomes a re-map event (events.ts; the bridge
 // publishes it). Lost nodes are the reconciler's (heal/reconciler.ts moves their tasks); this
-// loop leaves those plans alone. Moving runners live for a gain (mode auto) is not built yet:
-// auto records the event as a suggestion too, and says so in the hub's log.
+// loop leaves those plans alone. In mode auto the plan's tasks move live (move.ts) and the event
+// is a `remap`; in mode suggest it is a `suggest`.
 import type { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import { redisKeys } from '../../config/redis-keys.js';
@@ -13,6 +13,7 @@ import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { decide, type DecisionState } from './decide.js';
 import { recordRemap, remapEvent, type RemapEvent } from './events.js';
+import { moveTasks } from './move.js';
 import { planRemap, remapMapper } from './plan.js';
 import { readExecRecords } from './records.js';
 
@@ -91,9 +92,17 @@ export class AdaptLoop {
     const { verdict, state } = decide(this.settings, this.states.get(name) ?? {}, plan, now);
     this.states.set(name, state);
     if (!verdict.act) return;
+    const what = plan.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ');
+    if (this.settings.mode === 'auto') {
+      this.log(`adapt: ${name}: ${verdict.why}; moving ${what}`);
+      const { event, movedMs } = await moveTasks({ redis: this.redis, cluster: this.opts.cluster, redisUrl: this.opts.redisUrl, log: this.log }, app, plan, 'gain');
+      this.events.push(event);
+      this.log(`adapt: ${name}: moved ${what} in ${(movedMs / 1000).toFixed(1)} s`);
+      return;
+    }
     const ev = remapEvent(plan, 'suggest', 'gain', now);
     await recordRemap(this.redis, redisKeys(prefix), ev);
     this.events.push(ev);
-    this.log(`adapt: ${name}: ${verdict.why}; suggested ${plan.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}${this.settings.mode === 'auto' ? ' (auto: moving live is not built yet)' : ''}`);
+    this.log(`adapt: ${name}: ${verdict.why}; suggested ${what}`);
   }
 }

@@ -30,6 +30,8 @@ export interface PlanInput {
   mapper: string;
   now?: number;
   seed?: number;
+  /** Moves asked for by hand (task -> node): the plan proposes exactly these, evaluated like any. */
+  target?: Mapping;
 }
 
 /**
@@ -48,15 +50,17 @@ export function planRemap(input: PlanInput): RemapPlan {
   const problem = problemFromProfiles(app, snapshot, { nodes });
   const fn = mappers[input.mapper];
   if (!fn) throw new Error(`unknown mapper ${input.mapper}`);
-  const after = fn(problem, { seed: input.seed ?? 1 });
   const dagMapping: Mapping = {};
   for (const t of app.dagTasks) if (current.mapping[t] !== undefined) dagMapping[t] = current.mapping[t]!;
+  const after = input.target ? simulate(problem, { ...dagMapping, ...input.target }) : fn(problem, { seed: input.seed ?? 1 });
   const lostNodes = [...new Set(Object.values(dagMapping).filter((n) => !nodes.includes(n)))];
   const complete = app.dagTasks.every((t) => dagMapping[t] !== undefined);
   const beforeMakespan = lostNodes.length === 0 && complete ? simulate(problem, dagMapping).makespan : Infinity;
   const gain = Number.isFinite(beforeMakespan) ? (beforeMakespan > 0 ? (beforeMakespan - after.makespan) / beforeMakespan : 0) : 1;
   const moves = app.dagTasks.filter((t) => dagMapping[t] !== after.mapping[t]).map((t) => ({ task: t, from: dagMapping[t] ?? '-', to: after.mapping[t]! }));
-  const reason = lostNodes.length > 0
+  const reason = input.target
+    ? `moves asked for by hand; predicted makespan ${Number.isFinite(beforeMakespan) ? `${beforeMakespan.toFixed(3)} s -> ` : ''}${after.makespan.toFixed(3)} s on the current models`
+    : lostNodes.length > 0
     ? `node(s) ${lostNodes.join(', ')} of the current mapping are gone`
     : !complete
       ? 'the current mapping does not place every task'

@@ -1,0 +1,296 @@
+// npm run bench:adapt (second part) — issue 13's live re-map, as root, on the multi-host testbed
+// through the real CLI:
+//   testbed   home behind 10 Mbit/s; node1 (the camera: an edge device, 0.3 CPU) and node2,
+//             node3 (one CPU per container) at 200 Mbit/s between each other
+//   app       apps/camera (1 MiB frames capture -> detect -> track), capture pinned to node1 (the
+//             camera is there), detect and track placed by HEFT; docker runtime, direct data path;
+//             the adapt loop runs with mode auto (threshold 20%, hold BENCH_HOLD_SEC = 5 s)
+//   stream    triggers, closed loop with BENCH_WINDOW (4) in flight, all the time
+//   change    after BENCH_BEFORE_SEC (25 s) the link between node1 and the node running detect
+//             is throttled from 200 to 2 Mbit/s (both ways); the stream goes on for
+//             BENCH_AFTER_SEC (90 s)
+//   measured  when the link profile shows the change (fit under 20 Mbit/s), when the tasks moved
+//             (the remap event), items/s and makespan p50 per 5 s, the throughput in the window
+//             60..90 s after the change against a fresh deploy on the changed network measured
+//             right after (same app, HEFT on the current profiles), and sent/delivered/lost/
+//             duplicates at the sink over the whole stream.
+// Writes bench/results/adapt-remap.json and .svg (throughput and makespan over time, with the
+// change, its detection and the re-map marked).
+import { spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { loadApp } from '../../config/app/load.js';
+import { loadClusterConfig } from '../../config/cluster/load.js';
+import { DEFAULT_PREFIX, redisKeys } from '../../config/redis-keys.js';
+import type { AppSpec } from '../../config/types.js';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { appKeys } from '../../circe/queue/keys.js';
+import { submitItems } from '../../circe/home/source.js';
+import { itemResults } from '../../circe/home/wait.js';
+import { AdaptLoop } from '../../orchestrator/adapt/loop.js';
+import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js';
+import { readProfiles } from '../../orchestrator/profiles/read.js';
+import { renderTable } from '../../orchestrator/report/table.js';
+import type { TestbedState } from '../../orchestrator/testbed/state.js';
+import { timelineSvg } from './timeline-svg.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..', '..');
+const cli = join(repo, 'bin', 'jupiter.js');
+const num = (v: string | undefined, d: number): number => (v && Number(v) > 0 ? Number(v) : d);
+const WINDOW = num(process.env.BENCH_WINDOW, 4);
+const BEFORE_SEC = num(process.env.BENCH_BEFORE_SEC, 25);
+const AFTER_SEC = num(process.env.BENCH_AFTER_SEC, 90);
+const HOLD_SEC = num(process.env.BENCH_HOLD_SEC, 5);
+const FRESH_SEC = num(process.env.BENCH_FRESH_SEC, 30);
+const BIN_SEC = 5;
+const SLOW_RATE = '2mbit';
+const APP = 'camera-adapt';
+const RESULTS = resolve(process.env.BENCH_RESULTS ?? join(repo, 'bench', 'results', 'adapt-remap.json'));
+
+const T0 = performance.now();
+const log = (m: string): void => {
+  process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`);
+};
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]): number => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+function jupiter(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  return new Promise((res, rej) => {
+    const c = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    c.on('close', (code) => (code === 0 ? res(out) : rej(new Error(`jupiter ${args.join(' ')} exited ${code}:\n${err.trim().split('\n').slice(-8).join('\n')}`))));
+  });
+}
+
+/** The camera app with capture pinned to node1 (where the camera is); the rest is the mapper's. */
+function cameraApp(parent: string): string {
+  const dir = join(parent, APP);
+  cpSync(join(repo, 'apps', 'camera'), dir, { recursive: true });
+  for (const f of readdirSync(join(dir, 'sample_input'))) if (f !== 'f1.trigger') rmSync(join(dir, 'sample_input', f));
+  const conf = readFileSync(join(dir, 'configuration.txt'), 'utf8').trimEnd();
+  writeFileSync(join(dir, 'configuration.txt'), `${conf}\ncapture node1\n`);
+  return dir;
+}
+
+interface Done {
+  /** Seconds since the stream started. */
+  t: number;
+  makespanMs: number;
+}
+
+/** Triggers through the app, `window` in flight, until stop() says so; what finished, when. */
+class Stream {
+  readonly done: Done[] = [];
+  readonly sent: string[] = [];
+  failed = 0;
+  private stopping = false;
+  private frame = 0;
+  private readonly t0 = Date.now();
+  private running?: Promise<void>;
+
+  constructor(private readonly redis: Redis, private readonly app: AppSpec, private readonly runId: string, private readonly dir: string, private readonly window: number) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  get elapsed(): number {
+    return (Date.now() - this.t0) / 1000;
+  }
+
+  start(): this {
+    this.running = this.loop();
+    return this;
+  }
+
+  private trigger(): string {
+    const f = join(this.dir, `s${String(this.frame).padStart(5, '0')}.trigger`);
+    writeFileSync(f, `${JSON.stringify({ camera: 'cam0', frame: this.frame++, seed: 7 })}\n`);
+    return f;
+  }
+
+  private async loop(): Promise<void> {
+    const inflight = new Set<string>();
+    while (!this.stopping || inflight.size > 0) {
+      if (!this.stopping && inflight.size < this.window) {
+        const files = Array.from({ length: this.window - inflight.size }, () => this.trigger());
+        for (const it of await submitItems(this.redis, DEFAULT_PREFIX, this.app, files, { runId: this.runId })) {
+          inflight.add(it.item);
+          this.sent.push(it.item);
+        }
+      }
+      await sleep(50);
+      for (const r of await itemResults(this.redis, DEFAULT_PREFIX, this.app.name, [...inflight])) {
+        if (!r.done) continue;
+        inflight.delete(r.item);
+        if (r.failed) this.failed++;
+        else this.done.push({ t: this.elapsed, makespanMs: r.makespanMs ?? NaN });
+      }
+    }
+  }
+
+  /** Stop submitting; resolves when the items in flight are through. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running;
+  }
+
+  rate(from: number, to: number): number {
+    return this.done.filter((d) => d.t >= from && d.t < to).length / (to - from);
+  }
+}
+
+function bins(done: Done[], until: number): Array<{ t: number; itemsPerSec: number; makespanP50Ms: number }> {
+  const out = [];
+  for (let t = 0; t + BIN_SEC <= until + 1e-9; t += BIN_SEC) {
+    const inBin = done.filter((d) => d.t >= t && d.t < t + BIN_SEC);
+    out.push({ t: t + BIN_SEC, itemsPerSec: inBin.length / BIN_SEC, makespanP50Ms: median(inBin.map((d) => d.makespanMs)) });
+  }
+  return out;
+}
+
+async function deployed(redis: Redis, cwd: string, appDir: string, configFile: string): Promise<{ app: AppSpec; runId: string; outputDir: string; mapping: Record<string, string> }> {
+  const t = performance.now();
+  await jupiter(cwd, ['deploy', appDir, '--runtime', 'docker', '--data-path', 'direct', '--mapper', 'heft', '--wait', '--timeout', '300'], { JUPITER_CONFIG: configFile });
+  const dep = (await readDeployment(redis, DEFAULT_PREFIX, APP))!;
+  const mapping = (await readMapping(redis, DEFAULT_PREFIX, APP))!.mapping;
+  log(`  deployed in ${((performance.now() - t) / 1000).toFixed(0)} s: ${Object.entries(mapping).map(([k, v]) => `${k}@${v}`).join(', ')}`);
+  return { app: await loadApp(dep.appDir), runId: dep.runId, outputDir: dep.outputDir, mapping };
+}
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) {
+    log('bench:adapt remap: skipped (needs root: namespaces, engines)');
+    return;
+  }
+  const work = mkdtempSync(join(tmpdir(), 'jtb-adapt-remap-'));
+  const topo = { name: 'adapt-remap', home: { uplink: '10mbit' }, defaults: { uplink: '200mbit' }, hosts: [{ name: 'node1', cpus: 0.3 }, { name: 'node2' }, { name: 'node3' }] };
+  writeFileSync(join(work, 'topology.json'), `${JSON.stringify(topo, null, 2)}\n`);
+  const tbDir = join(work, 'tb');
+  const out: Record<string, unknown> = { at: new Date().toISOString(), window: WINDOW, holdSec: HOLD_SEC, slowRate: SLOW_RATE, topology: topo };
+  let redis: Redis | undefined;
+  let loop: AdaptLoop | undefined;
+  try {
+    log('testbed up: home behind 10 Mbit/s, node1 (0.3 CPU), node2, node3 at 200 Mbit/s');
+    await jupiter(work, ['testbed', 'up', 'topology.json', '--dir', tbDir]);
+    const state = JSON.parse(readFileSync(join(tbDir, 'testbed.json'), 'utf8')) as TestbedState;
+    redis = connectRedis(state.redis!.url);
+    const appDir = cameraApp(join(work, 'apps'));
+    log(`deploying ${APP} (HEFT, docker runtime, direct data path)`);
+    const first = await deployed(redis, work, appDir, state.configFile);
+    const slowPeer = first.mapping.detect!;
+    if (slowPeer === 'node1') throw new Error('HEFT put detect on node1 with the camera: no data-heavy edge crosses a link, nothing to measure (is node1 CPU-limited?)');
+    out.before = first.mapping;
+
+    const cluster = await loadClusterConfig({ env: { JUPITER_CONFIG: state.configFile } });
+    const logs: string[] = [];
+    loop = new AdaptLoop({ redisUrl: state.redis!.url, cluster, intervalMs: 1000, settings: { mode: 'auto', threshold: 0.2, holdSec: HOLD_SEC }, log: (l) => logs.push(l) }).start();
+    const stream = new Stream(redis, first.app, first.runId, join(work, 'triggers'), WINDOW).start();
+    const progress = setInterval(() => log(`  ${stream.done.length} items done, ${stream.rate(Math.max(0, stream.elapsed - BIN_SEC), stream.elapsed).toFixed(2)} items/s lately`), 10_000);
+    await sleep(BEFORE_SEC * 1000);
+    const changeAt = stream.elapsed;
+    log(`throttling node1 <-> ${slowPeer} to ${SLOW_RATE} (it carries capture -> detect, 1 MiB per item)`);
+    await jupiter(work, ['testbed', 'link', 'node1', slowPeer, '--rate', SLOW_RATE, '--dir', tbDir]);
+    let detectedAt: number | undefined;
+    let movedAt: number | undefined;
+    const end = changeAt + AFTER_SEC;
+    while (stream.elapsed < end) {
+      if (detectedAt === undefined) {
+        const snap = await readProfiles(redis, { prefix: DEFAULT_PREFIX });
+        const l = snap.links.find((x) => (x.from === 'node1' && x.to === slowPeer) || (x.from === slowPeer && x.to === 'node1'));
+        if (l && l.bandwidthBytesPerSec * 8 < 20e6) {
+          detectedAt = stream.elapsed;
+          log(`  link profile shows the change after ${(detectedAt - changeAt).toFixed(1)} s (${(l.bandwidthBytesPerSec * 8 / 1e6).toFixed(1)} Mbit/s)`);
+        }
+      }
+      const moved = loop.events.find((e) => e.kind === 'remap');
+      if (movedAt === undefined && moved) {
+        movedAt = stream.elapsed - (Date.now() - moved.ts) / 1000;
+        log(`  re-mapped ${(movedAt - changeAt).toFixed(1)} s after the change: ${moved.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}`);
+      }
+      await sleep(500);
+    }
+    clearInterval(progress);
+    await stream.stop();
+    await loop.stop();
+    loop = undefined;
+    const total = stream.elapsed;
+    const beforeRate = stream.rate(changeAt - 20, changeAt);
+    const afterRate = stream.rate(changeAt + 60, changeAt + AFTER_SEC);
+    const events = await redis.lrange(redisKeys(DEFAULT_PREFIX).remaps(APP), 0, -1);
+    const afterMapping = (await readMapping(redis, DEFAULT_PREFIX, APP))!.mapping;
+    // Exactly once at the sink: one result file per item sent (plus the sample input's).
+    const outputs = readdirSync(first.outputDir, { recursive: true }).map((f) => basename(String(f))).filter((f) => /^s\d+_track/.test(f));
+    const delivered = new Set(outputs.map((f) => /^s\d+_track/.exec(f)![0]));
+    const stats = await redis.hgetall(appKeys(DEFAULT_PREFIX, APP).stats);
+    const sink = { sent: stream.sent.length, delivered: stream.done.length, failed: stream.failed, lost: stream.sent.length - stream.done.length - stream.failed, outputFiles: outputs.length, distinctOutputs: delivered.size, sinkDelivered: Number(stats.delivered ?? 0) };
+    const line = `sent ${sink.sent}, delivered ${sink.delivered}, lost ${sink.lost}, duplicates at the sink ${sink.outputFiles - sink.distinctOutputs}`;
+    log(line);
+
+    log('fresh deploy on the changed network (teardown, deploy again: HEFT on the current profiles)');
+    await jupiter(work, ['teardown', APP], { JUPITER_CONFIG: state.configFile });
+    const fresh = await deployed(redis, work, appDir, state.configFile);
+    const s2 = new Stream(redis, fresh.app, fresh.runId, join(work, 'triggers2'), WINDOW).start();
+    await sleep((FRESH_SEC + 5) * 1000);
+    await s2.stop();
+    const freshRate = s2.rate(5, 5 + FRESH_SEC);
+    await jupiter(work, ['teardown', APP], { JUPITER_CONFIG: state.configFile }).catch(() => undefined);
+
+    const timeline = bins(stream.done, total);
+    Object.assign(out, {
+      changeAtSec: changeAt,
+      detectedAfterSec: detectedAt === undefined ? null : detectedAt - changeAt,
+      remappedAfterSec: movedAt === undefined ? null : movedAt - changeAt,
+      after: afterMapping,
+      fresh: fresh.mapping,
+      itemsPerSec: { before: beforeRate, after60to90: afterRate, fresh: freshRate, afterOverFresh: afterRate / freshRate },
+      sink,
+      events: events.map((e) => JSON.parse(e) as unknown),
+      timeline,
+      hubLog: logs,
+    });
+    const ok = (b: boolean): string => (b ? 'met' : 'NOT met');
+    const detSec = detectedAt === undefined ? NaN : detectedAt - changeAt;
+    const table = renderTable(['measure', 'value', 'target', ''], [
+      ['throttle node1 <-> ' + slowPeer, `200 -> 2 Mbit/s at ${changeAt.toFixed(0)} s`, '', ''],
+      ['detected (link profile < 20 Mbit/s)', Number.isFinite(detSec) ? `${detSec.toFixed(1)} s` : 'never', '<= 15 s', ok(detSec <= 15)],
+      ['re-mapped (tasks moved live)', movedAt === undefined ? 'never' : `${(movedAt - changeAt).toFixed(1)} s: ${Object.entries(afterMapping).map(([k, v]) => `${k}@${v}`).join(', ')}`, '', movedAt === undefined ? 'NOT met' : ''],
+      ['items/s before / 60-90 s after / fresh deploy', `${beforeRate.toFixed(2)} / ${afterRate.toFixed(2)} / ${freshRate.toFixed(2)}`, 'after >= 0.8x fresh', `${(afterRate / freshRate).toFixed(2)}x ${ok(afterRate >= 0.8 * freshRate)}`],
+      ['the stream', line, 'lost 0, duplicates 0', ok(sink.lost === 0 && sink.outputFiles === sink.distinctOutputs)],
+    ]);
+    out.table = table;
+    process.stdout.write(`${table}\n`);
+    const markers = [{ t: changeAt, label: `link -> ${SLOW_RATE}` }];
+    if (detectedAt !== undefined) markers.push({ t: detectedAt, label: 'detected' });
+    if (movedAt !== undefined) markers.push({ t: movedAt, label: 're-mapped' });
+    const svg = timelineSvg(`Live re-map: camera pipeline, node1 <-> ${slowPeer} throttled 200 -> 2 Mbit/s (fresh deploy after the change: ${freshRate.toFixed(2)} items/s)`, [
+      { label: `items/s (per ${BIN_SEC} s)`, series: [{ label: 'throughput', points: timeline.map((b) => [b.t, b.itemsPerSec]) }, { label: 'fresh deploy', points: [[changeAt + 60, freshRate], [total, freshRate]] }] },
+      { label: 'makespan p50 (ms)', series: [{ label: 'makespan', points: timeline.map((b) => [b.t, b.makespanP50Ms]) }] },
+    ], markers);
+    mkdirSync(dirname(RESULTS), { recursive: true });
+    writeFileSync(RESULTS, `${JSON.stringify(out, null, 2)}\n`);
+    writeFileSync(RESULTS.replace(/\.json$/, '.svg'), svg);
+    log(`wrote ${RESULTS} and .svg`);
+  } finally {
+    await loop?.stop().catch(() => undefined);
+    redis?.disconnect();
+    log('testbed down');
+    await jupiter(work, ['testbed', 'down', '--dir', tbDir]).catch((e: Error) => log(`testbed down failed: ${e.message}; run \`jupiter testbed down --dir ${tbDir}\``));
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench:adapt remap failed: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -21,6 +21,12 @@ export interface LinkSample {
   seconds: number;
   /** ms since epoch */
   at: number;
+  /**
+   * The probe timed out after `seconds`: the transfer takes at least that long. Fitted as if it
+   * took exactly that (the optimistic bound), so a link that no probe gets through any more looks
+   * as slow as it is at least, instead of keeping the fit of its better days.
+   */
+  censored?: boolean;
 }
 
 export type FitModel = 'quadratic' | 'linear' | 'clamped';

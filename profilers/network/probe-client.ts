@@ -11,6 +11,17 @@ function payloadOf(bytes: number): Buffer {
   return payload.subarray(0, bytes);
 }
 
+/**
+ * A probe that did not finish in time. On a link the stream saturates (a queue seconds deep) every
+ * probe ends like this, and that is evidence too: the link took at least `afterSec` for `bytes`.
+ */
+export class ProbeTimeoutError extends Error {
+  constructor(message: string, readonly afterSec: number) {
+    super(message);
+    this.name = 'ProbeTimeoutError';
+  }
+}
+
 /** Seconds to transfer `bytes` to host:port; rejects on error, a wrong byte count or after timeoutMs. */
 export function probe(host: string, port: number, bytes: number, timeoutMs: number, signal?: AbortSignal): Promise<number> {
   const body = payloadOf(bytes);
@@ -48,8 +59,9 @@ export function probe(host: string, port: number, bytes: number, timeoutMs: numb
       },
     );
     // `timeout` above is only idle time; this bounds the whole transfer.
-    const timer = setTimeout(() => req.destroy(new Error(`probe of ${bytes} bytes timed out after ${timeoutMs} ms`)), timeoutMs);
-    req.on('timeout', () => req.destroy(new Error(`probe of ${bytes} bytes stalled`)));
+    const late = (what: string) => new ProbeTimeoutError(`probe of ${bytes} bytes ${what}`, Number(process.hrtime.bigint() - started) / 1e9);
+    const timer = setTimeout(() => req.destroy(late(`timed out after ${timeoutMs} ms`)), timeoutMs);
+    req.on('timeout', () => req.destroy(late('stalled')));
     req.on('error', (e) => {
       clearTimeout(timer);
       reject(e);

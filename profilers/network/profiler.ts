@@ -17,7 +17,7 @@ import type { AgentRegistration } from '../agent/registry.js';
 import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, DEFAULT_PROBE_BUDGET, largestDue } from './budget.js';
 import { fitLink, type LinkSample } from './fit.js';
 import { lockPair, unlockPair } from './pair-lock.js';
-import { probe } from './probe-client.js';
+import { probe, ProbeTimeoutError } from './probe-client.js';
 import { DEFAULT_MAX_AGE_MS, linkWindow } from './window.js';
 
 export const DEFAULT_PROBE_SIZES_KB = [1, 10, 100, 1000, 10000];
@@ -274,6 +274,9 @@ export class NetworkProfiler {
         this.stats.failures++;
         if (this.running && this.peers.has(reg.node)) {
           this.log(`probe to ${reg.node} (${bytes} B) failed: ${(e as Error).message}`);
+          if (e instanceof ProbeTimeoutError) {
+            await this.record(peer, { bytes, seconds: e.afterSec, at: Date.now(), censored: true }).catch(() => undefined);
+          }
           // Try that size again later (bounded), so a hiccup cannot leave a link without a fit.
           if (peer.retries < MAX_RETRIES) {
             peer.retries++;

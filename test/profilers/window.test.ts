@@ -4,6 +4,7 @@ import { linkWindow } from '../../profilers/network/window.js';
 import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, largestDue } from '../../profilers/network/budget.js';
 
 const KB = 1024;
+const MIB = 1024 * 1024;
 const SIZES = [1, 10, 100, 1000, 10000].map((k) => k * KB);
 /** A tbf link: the first 16 KB pass at line rate (1 GB/s), the rest at `rate` bytes/s. */
 const tbf = (rate: number) => (x: number) => 0.0002 + Math.max(0, x - 16 * KB) / rate + x / 1e9;
@@ -59,6 +60,23 @@ describe('profilers: the link fit follows the network (window.ts)', () => {
     expect(ok).to.be.within(0, 8);
     // and it stays right afterwards
     for (const f of fits.slice(50 + ok)) if (f.bw !== undefined) expect(f.bw / 1.25e6).to.be.closeTo(1, 0.25);
+  });
+
+  it('a link the stream saturates (every probe times out, censored): the fit becomes at least that slow, and comes back with the first probes through', () => {
+    const before = history(tbf(25e6), 0, 40);
+    // Queues seconds deep: each probe gives up after 3 s, whatever its size.
+    const after = history(() => 3, 40 * MIN, 6, MIN, 5).map((s) => ({ ...s, censored: true }));
+    const fits = replay([...before, ...after], (_x, at) => (at < 40 * MIN ? 0.001 : 3));
+    expect(fits.slice(40).some((f) => f.changed)).to.equal(true);
+    const list = [...after].reverse();
+    const fit = fitLink(linkWindow([...list, ...before.slice().reverse()], { now: 46 * MIN, maxAgeMs: 20 * MIN }).samples)!;
+    // 1 MiB is predicted to take at least the 3 s no probe got through in.
+    expect(Math.max(0, fit.a * MIB * MIB + fit.b * MIB + fit.c)).to.be.at.least(2.5);
+    // The link is idle again: probes get through at 25 MB/s and outvote the censored ones.
+    const back = history(tbf(25e6), 47 * MIN, 12, MIN, 9);
+    const again = replay([...before, ...after, ...back], (x, at) => (at < 40 * MIN || at >= 47 * MIN ? tbf(25e6)(x) : 3));
+    const end = again[again.length - 1]!;
+    expect(end.bw! / 25e6).to.be.closeTo(1, 0.25);
   });
 
   it('follows the way back (un-throttled)', () => {

@@ -7,13 +7,16 @@
 // Not profiled: tasks with `exec_profiler: false` (skipped, never run), and tasks that need an
 // output of a skipped or failed task (they have nothing to run on). Where a task would run
 // more than once per item (FLAG true with several outputs), its first run is timed.
+// A task whose script, inputs and upstream are unchanged since a profile given in `reuse`
+// (inputsHash, by content) is not run again, unless a changed task downstream needs its output.
 // Python tasks of the app's script folder run in one shared interpreter (each module imported
 // before its timed call), so a 200-task app costs one interpreter start, not 200; a task that
 // fails there is run again in an interpreter of its own before it counts as failed. Tasks run
 // one at a time, so no timed call competes with another of this node.
-import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../config/types.js';
 import { createInvoker, sharedPythonInvoker, type SharedPythonInvoker } from '../../circe/invoke/invoker.js';
@@ -29,6 +32,8 @@ export interface AppProfileResult {
   node: string;
   app: string;
   profiles: ExecProfile[];
+  /** Tasks whose profile was reused (unchanged inputsHash), included in `profiles`. */
+  reused: string[];
   skipped: SkippedTask[];
   failed: SkippedTask[];
 }
@@ -87,7 +92,47 @@ function outputsFor(task: TaskSpec, outputs: string[], child: string): string[] 
   return i >= 0 && outputs[i] ? [outputs[i]] : [];
 }
 
+/**
+ * Each DAG task's inputsHash: its script's content, the other files of its script folder (modules
+ * it may import, config.json), NUM_INPUTS, FLAG and children, and its parents' hashes (an entry
+ * task: the first sample job's files), so that any change upstream changes it.
+ */
+export async function inputsHashes(app: AppSpec): Promise<Map<string, string>> {
+  const order = topoOrder(app);
+  const out = new Map<string, string>();
+  const firstJob = app.sampleInputs[0] ? jobPrefix(basename(app.sampleInputs[0])) : undefined;
+  const sample = app.sampleInputs.filter((f) => jobPrefix(basename(f)) === firstJob);
+  const sampleHash = createHash('sha256');
+  for (const f of sample) sampleHash.update(basename(f)).update('\0').update(await readFile(f)).update('\0');
+  const sampleDigest = sampleHash.digest('hex');
+  const scripts = new Set(order.map((t) => resolve(t.scriptFile)));
+  const folders = new Map<string, string>();
+  const folderDigest = async (dir: string): Promise<string> => {
+    if (!folders.has(dir)) {
+      const h = createHash('sha256');
+      const names = (await readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => e.isFile() && !scripts.has(join(dir, e.name))).map((e) => e.name).sort();
+      for (const n of names) h.update(n).update('\0').update(await readFile(join(dir, n)).catch(() => Buffer.alloc(0))).update('\0');
+      folders.set(dir, h.digest('hex'));
+    }
+    return folders.get(dir)!;
+  };
+  const parents = new Map<string, string[]>();
+  for (const t of order) for (const c of t.children) parents.set(c, [...(parents.get(c) ?? []), t.name]);
+  for (const t of order) {
+    const h = createHash('sha256').update(await readFile(t.scriptFile).catch(() => Buffer.from('(missing)')));
+    h.update(await folderDigest(dirname(resolve(t.scriptFile))));
+    h.update(JSON.stringify({ n: t.numInputs, flag: t.broadcast, children: t.children, lang: t.language }));
+    const ps = parents.get(t.name) ?? [];
+    if (ps.length === 0) h.update(sampleDigest);
+    for (const p of ps) h.update(out.get(p) ?? '');
+    out.set(t.name, h.digest('hex'));
+  }
+  return out;
+}
+
 export interface ProfileAppOptions {
+  /** Earlier profiles of this node, by task: those whose inputsHash still matches are reused. */
+  reuse?: Map<string, ExecProfile>;
   log?: (line: string) => void;
   workDir?: string;
   /** Called after each task (profiled, skipped or failed): tasks dealt with so far, of all. */
@@ -95,16 +140,28 @@ export interface ProfileAppOptions {
 }
 
 export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOptions = {}): Promise<AppProfileResult> {
-  const result: AppProfileResult = { node, app: app.name, profiles: [], skipped: [], failed: [] };
+  const result: AppProfileResult = { node, app: app.name, profiles: [], reused: [], skipped: [], failed: [] };
   if (app.sampleInputs.length === 0) {
     // An empty sample_input/ is allowed (the app waits for `submit`): nothing to measure with.
     for (const t of topoOrder(app)) result.skipped.push({ task: t.name, reason: 'sample_input/ is empty' });
     return result;
   }
-  const root = await mkdtemp(join(opts.workDir ?? tmpdir(), `jupiter-exec-${app.name}-${node}-`));
   const order = topoOrder(app);
   const parents = new Map<string, TaskSpec[]>();
   for (const t of order) for (const c of t.children) if (c !== HOME) parents.set(c, [...(parents.get(c) ?? []), t]);
+  const hashes = await inputsHashes(app);
+  // Reused: an unchanged profile, unless a task that runs needs this one's output (then it runs too).
+  const reused = new Map<string, ExecProfile>();
+  for (const t of order) {
+    const old = opts.reuse?.get(t.name);
+    if (t.execProfiler && old?.inputsHash !== undefined && old.inputsHash === hashes.get(t.name)) reused.set(t.name, old);
+  }
+  // Children first: a parent kept for a child that runs is then seen running by its own parents.
+  for (const t of [...order].reverse()) {
+    if (reused.has(t.name) || !t.execProfiler) continue;
+    for (const p of parents.get(t.name) ?? []) reused.delete(p.name);
+  }
+  const root = await mkdtemp(join(opts.workDir ?? tmpdir(), `jupiter-exec-${app.name}-${node}-`));
   const outputs = new Map<string, string[]>();
   const blocked = new Map<string, string>();
   const firstPython = order.find((t) => t.language === 'python' && t.execProfiler);
@@ -125,6 +182,12 @@ export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOpt
     if (noMount && task.language === 'python') {
       result.skipped.push({ task: task.name, reason: noMount });
       blocked.set(task.name, 'skipped');
+      return;
+    }
+    const old = reused.get(task.name);
+    if (old) {
+      result.profiles.push({ ...old, node });
+      result.reused.push(task.name);
       return;
     }
     if (blocker) {
@@ -159,7 +222,7 @@ export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOpt
       let outputBytes = 0;
       for (const o of outs) outputBytes += (await stat(o)).size;
       outputs.set(task.name, outs);
-      result.profiles.push({ app: app.name, task: task.name, node, durationSec, outputBytes, updatedAt: Date.now() });
+      result.profiles.push({ app: app.name, task: task.name, node, durationSec, outputBytes, updatedAt: Date.now(), inputsHash: hashes.get(task.name) });
       opts.log?.(`exec profile ${app.name}/${task.name}: ${(durationSec * 1000).toFixed(0)} ms, ${outputBytes} B out`);
     } catch (e) {
       result.failed.push({ task: task.name, reason: (e as Error).message });

@@ -82,7 +82,9 @@ export class NodeHost {
   }
 
   static async start(file: string, log: (msg: string) => void): Promise<NodeHost> {
-    resolvePython(log);
+    // Forked workers start python3 once (the fork server): a shim in front of it costs that once
+    // and in the background, less than the blocking question (~0.7 s on a busy machine).
+    if (process.env.JUPITER_PY_FORK === '0') resolvePython(log);
     const spec = readHostFile(file);
     const host = new NodeHost(file, spec, await loadApp(spec.appDir), log);
     await host.reconcile();

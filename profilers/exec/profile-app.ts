@@ -13,10 +13,10 @@
 // before its timed call), so a 200-task app costs one interpreter start, not 200; a task that
 // fails there is run again in an interpreter of its own before it counts as failed. Tasks run
 // one at a time, so no timed call competes with another of this node.
-import { createHash } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { inputsHashes, topoOrder } from './inputs-hash.js';
 import { performance } from 'node:perf_hooks';
 import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../config/types.js';
 import { createInvoker, sharedPythonInvoker, type SharedPythonInvoker } from '../../circe/invoke/invoker.js';
@@ -36,28 +36,6 @@ export interface AppProfileResult {
   reused: string[];
   skipped: SkippedTask[];
   failed: SkippedTask[];
-}
-
-/** DAG tasks parents-first (Kahn), ties in file order. */
-export function topoOrder(app: AppSpec): TaskSpec[] {
-  const dag = app.tasks.filter((t) => t.isDag);
-  const byName = new Map(dag.map((t) => [t.name, t]));
-  const indeg = new Map(dag.map((t) => [t.name, 0]));
-  for (const t of dag) for (const c of t.children) if (byName.has(c)) indeg.set(c, (indeg.get(c) ?? 0) + 1);
-  const order: TaskSpec[] = [];
-  const ready = dag.filter((t) => indeg.get(t.name) === 0);
-  while (ready.length > 0) {
-    const t = ready.shift()!;
-    order.push(t);
-    for (const c of t.children) {
-      if (!byName.has(c)) continue;
-      const d = (indeg.get(c) ?? 0) - 1;
-      indeg.set(c, d);
-      if (d === 0) ready.push(byName.get(c)!);
-    }
-    ready.sort((p, q) => p.line - q.line);
-  }
-  return order;
 }
 
 /** Wall time of one call of the task (s, µs resolution) and its outputs. */
@@ -90,44 +68,6 @@ function outputsFor(task: TaskSpec, outputs: string[], child: string): string[] 
   if (task.broadcast) return outputs;
   const i = task.children.indexOf(child);
   return i >= 0 && outputs[i] ? [outputs[i]] : [];
-}
-
-/**
- * Each DAG task's inputsHash: its script's content, the other files of its script folder (modules
- * it may import, config.json), NUM_INPUTS, FLAG and children, and its parents' hashes (an entry
- * task: the first sample job's files), so that any change upstream changes it.
- */
-export async function inputsHashes(app: AppSpec): Promise<Map<string, string>> {
-  const order = topoOrder(app);
-  const out = new Map<string, string>();
-  const firstJob = app.sampleInputs[0] ? jobPrefix(basename(app.sampleInputs[0])) : undefined;
-  const sample = app.sampleInputs.filter((f) => jobPrefix(basename(f)) === firstJob);
-  const sampleHash = createHash('sha256');
-  for (const f of sample) sampleHash.update(basename(f)).update('\0').update(await readFile(f)).update('\0');
-  const sampleDigest = sampleHash.digest('hex');
-  const scripts = new Set(order.map((t) => resolve(t.scriptFile)));
-  const folders = new Map<string, string>();
-  const folderDigest = async (dir: string): Promise<string> => {
-    if (!folders.has(dir)) {
-      const h = createHash('sha256');
-      const names = (await readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => e.isFile() && !scripts.has(join(dir, e.name))).map((e) => e.name).sort();
-      for (const n of names) h.update(n).update('\0').update(await readFile(join(dir, n)).catch(() => Buffer.alloc(0))).update('\0');
-      folders.set(dir, h.digest('hex'));
-    }
-    return folders.get(dir)!;
-  };
-  const parents = new Map<string, string[]>();
-  for (const t of order) for (const c of t.children) parents.set(c, [...(parents.get(c) ?? []), t.name]);
-  for (const t of order) {
-    const h = createHash('sha256').update(await readFile(t.scriptFile).catch(() => Buffer.from('(missing)')));
-    h.update(await folderDigest(dirname(resolve(t.scriptFile))));
-    h.update(JSON.stringify({ n: t.numInputs, flag: t.broadcast, children: t.children, lang: t.language }));
-    const ps = parents.get(t.name) ?? [];
-    if (ps.length === 0) h.update(sampleDigest);
-    for (const p of ps) h.update(out.get(p) ?? '');
-    out.set(t.name, h.digest('hex'));
-  }
-  return out;
 }
 
 export interface ProfileAppOptions {

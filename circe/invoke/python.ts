@@ -1,13 +1,13 @@
 // One persistent python3 process per runner serves every item (no interpreter start per item);
 // in a node host it is forked from the host's fork server (py-forkserver.ts).
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Launch } from '../compat/centralized.js';
-import type { PyForkServer } from './py-forkserver.js';
+import type { ForkedWorker, PyForkServer } from './py-forkserver.js';
 
 /** The shim ships next to this module (dist/) or in the source tree (circe/invoke/). */
 export function pyWorkerPath(): string {
@@ -150,7 +150,14 @@ export class PythonWorker {
 
   /** A process forked by the node host's fork server (py_forkserver.py). */
   private async forked(scriptsDir: string, moduleName: string): Promise<WorkerPipe> {
-    const w = await this.fork!.server.fork(scriptsDir, moduleName, this.fork!.stderrPath);
+    let w: ForkedWorker;
+    try {
+      w = await this.fork!.server.fork(scriptsDir, moduleName, this.fork!.stderrPath);
+    } catch (e) {
+      // No fork server here (cannot listen, cannot start): an interpreter of its own, as without one.
+      if (this.stderr !== undefined) writeSync(this.stderr, `${new Date().toISOString()} python fork server unavailable (${(e as Error).message}); starting an interpreter for task ${this.task}\n`);
+      return this.spawned(scriptsDir, moduleName);
+    }
     const closed = new Promise<void>((r) => w.socket.once('close', () => r()));
     w.socket.on('error', () => undefined);
     return {

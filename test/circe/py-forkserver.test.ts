@@ -3,7 +3,7 @@
 // alone with its exit reported, the next call gets a fresh fork, and a server that died is
 // started again on the next fork.
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PyForkServer } from '../../circe/invoke/py-forkserver.js';
@@ -80,5 +80,22 @@ describe('circe python fork server', function () {
     expect(newServer).to.not.equal(serverPid);
     await c.invoke('m', work, join(work, 'out'));
     await Promise.all([a.close(), c.close()]);
+  });
+
+  it('without a working fork server a task still gets an interpreter of its own (and its log says why)', async () => {
+    const broken = new PyForkServer('/nonexistent/python3');
+    const log = join(work, 'fallback.log');
+    writeFileSync(log, '');
+    const fd = openSync(log, 'a');
+    const w = new PythonWorker('a', join(work, 'scripts', 'a.py'), undefined, undefined, fd, { server: broken, stderrPath: log });
+    try {
+      const out = await w.invoke('f', work, join(work, 'out'));
+      expect(readFileSync(out[0]!, 'utf8')).to.equal(String(w.pid));
+      expect(readFileSync(log, 'utf8')).to.match(/python fork server unavailable .*starting an interpreter for task a/);
+    } finally {
+      await w.close();
+      await broken.close();
+      closeSync(fd);
+    }
   });
 });

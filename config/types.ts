@@ -187,6 +187,12 @@ export interface ExecProfile {
   durationSec: number;
   outputBytes: number;
   updatedAt: number;
+  /**
+   * What the measurement depended on: the task's script, its inputs' shape and, through its
+   * parents' hashes, everything upstream down to the sample input. Equal hash, same measurement:
+   * the execution profiler reuses it instead of running the task again.
+   */
+  inputsHash?: string;
 }
 
 export interface ProfileSnapshot {

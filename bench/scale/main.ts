@@ -10,8 +10,11 @@
 //            60 started, scaled)
 //   apps     BENCH_APPS apps of BENCH_APP_TASKS tasks side by side: all streaming, `status` of
 //            all of them, Redis clients and memory, memory of all their processes
-// BENCH_PARTS picks parts (default exec,runners,apps). Results: bench/results/scale.json.
-// Not here yet: the same app on the docker runtime (a container per task; see bench:deploy).
+//   docker   the BENCH_TASKS-task app on the docker runtime (a container per task, Jupiter's
+//            model) on a private dockerd: containers, ms to every runner consuming, memory of
+//            their processes (PSS, the same yardstick as the process runtime), items, teardown;
+//            skipped with the reason when no dockerd can start here
+// BENCH_PARTS picks parts (default exec,runners,apps,docker). Results: bench/results/scale.json.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -23,7 +26,11 @@ import { HOME, type AppSpec, type ClusterConfig } from '../../config/types.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { appKeys, configureApp, connectRedis, getStatus, submitItems, teardownAppKeys, waitForItems } from '../../circe/index.js';
 import { ProcessRuntime } from '../../circe/runtime/process.js';
-import type { RunnerSpec } from '../../circe/runtime/types.js';
+import { DockerRuntime } from '../../circe/runtime/docker.js';
+import { ensureBaseImage } from '../../circe/runtime/docker-base.js';
+import type { RunnerSpec, Runtime } from '../../circe/runtime/types.js';
+import { dockerCluster } from '../../test/docker/fixture.js';
+import { dockerdSkipReason, startTestDockerd, type TestDockerd } from '../../test/support/dockerd.js';
 import { profileApp } from '../../profilers/exec/profile-app.js';
 import { writeCcrApp } from './ccr-app.js';
 import { deploymentMemory, mb, redisFigures } from './measure.js';
@@ -33,7 +40,7 @@ const APPS = Number(process.env.BENCH_APPS ?? 10);
 const APP_TASKS = Number(process.env.BENCH_APP_TASKS ?? 20);
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 5);
 const NODES = ['node1', 'node2', 'node3'];
-const PARTS = (process.env.BENCH_PARTS ?? 'exec,runners,apps').split(',');
+const PARTS = (process.env.BENCH_PARTS ?? 'exec,runners,apps,docker').split(',');
 const PREFIX = 'jbenchscale:';
 /** Baseline processes actually started (per node for exec); the baseline is scaled from them. */
 const BASE_SAMPLE = 15;
@@ -91,16 +98,19 @@ async function waitReady(redis: Redis, app: AppSpec, t0: number, timeoutMs: numb
   }
 }
 
-/** Start the sink and every runner (round-robin over the nodes) like deploy's start step. */
-async function deploy(app: AppSpec, redis: Redis, url: string, runtime: ProcessRuntime, cluster: ClusterConfig): Promise<Deployed> {
+/**
+ * Start the sink and every runner (round-robin over the nodes) like deploy's start step; the
+ * tasks' runners on `tasks` (another runtime: docker), the sink always a local process.
+ */
+async function deploy(app: AppSpec, redis: Redis, url: string, runtime: ProcessRuntime, cluster: ClusterConfig, tasks?: { runtime: Runtime; cluster: ClusterConfig }): Promise<Deployed> {
   await configureApp(redis, PREFIX, app.name, {});
   const spec = (task: string, node: string): RunnerSpec => ({ app: app.name, task, node, runId: 'bench', redisUrl: url, redisPrefix: PREFIX });
   const t0 = Date.now();
   await Promise.all([
     runtime.start(app, [spec(HOME, HOME)], cluster),
-    runtime.start(app, app.tasks.map((t, i) => spec(t.name, NODES[i % NODES.length]!)), cluster),
+    (tasks?.runtime ?? runtime).start(app, app.tasks.map((t, i) => spec(t.name, NODES[i % NODES.length]!)), tasks?.cluster ?? cluster),
   ]);
-  const perRunnerMs = await waitReady(redis, app, t0, 180_000);
+  const perRunnerMs = await waitReady(redis, app, t0, tasks ? 600_000 : 180_000);
   return { app, readyMs: Date.now() - t0, perRunnerMs };
 }
 
@@ -131,6 +141,51 @@ async function statusOf(redis: Redis, apps: AppSpec[]): Promise<{ ms: number; cp
   return { ms, cpuMs: Math.round((cpu.user + cpu.system) / 1000) };
 }
 
+/** The big app with a container per task on a private dockerd (as bench:deploy starts one). */
+async function dockerPart(app: AppSpec, redis: Redis, url: string, runtime: ProcessRuntime, cluster: ClusterConfig, results: Record<string, unknown>): Promise<string[]> {
+  const skipped = (why: string): string[] => {
+    results.docker = { skipped: why };
+    log(`docker: skipped (${why})`);
+    return [`| ${TASKS} tasks on the docker runtime | skipped | reported | | ${why} |`];
+  };
+  const reason = dockerdSkipReason();
+  if (reason) return skipped(reason);
+  log(`docker: ${TASKS} containers on a private dockerd ...`);
+  let engine: TestDockerd;
+  try {
+    engine = await startTestDockerd();
+  } catch (e) {
+    return skipped(`dockerd cannot start here: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const rt = new DockerRuntime();
+  const dc = dockerCluster(NODES.map((name) => ({ name, endpoint: engine.endpoint })));
+  Object.assign(dc, { redisUrl: url, redisPrefix: PREFIX, stateDir: cluster.stateDir });
+  try {
+    await ensureBaseImage(engine.docker);
+    const [, prepareMs] = await timed(() => rt.prepare(app, dc));
+    const d = await deploy(app, redis, url, runtime, cluster, { runtime: rt, cluster: dc });
+    const containers = (await rt.list(app.name, dc)).length;
+    const mem = deploymentMemory([app.name], PREFIX);
+    const rf = await redisFigures(redis);
+    log(`  ${containers} containers consuming ${d.readyMs} ms after start; PSS ${mb(mem.pssBytes)} (${mem.processes} processes)`);
+    const streamMs = await stream(redis, app, join(cluster.stateDir, '..'), ITEMS);
+    const [, teardownMs] = await timed(async () => {
+      await rt.teardown(app.name, dc);
+      await runtime.teardown(app.name, cluster);
+    });
+    await teardownAppKeys(redis, PREFIX, app.name);
+    const slowest = Math.max(...d.perRunnerMs);
+    results.docker = { containers, prepareMs, readyMs: d.readyMs, slowestRunnerMs: slowest, p50RunnerMs: pct(d.perRunnerMs, 0.5), memory: mem, redis: rf, streamMs, items: ITEMS, teardownMs, storageDriver: engine.storageDriver, limits: { cpus: dc.docker.cpus, memoryMb: dc.docker.memoryMb } };
+    return [
+      `| ${TASKS} tasks on the docker runtime: containers / every runner consuming | ${containers} containers / ${(slowest / 1000).toFixed(1)} s (median ${(pct(d.perRunnerMs, 0.5) / 1000).toFixed(1)} s) | reported | | containerd shims not counted; image prepare ${(prepareMs / 1000).toFixed(1)} s before; private dockerd (${engine.storageDriver}), ${dc.docker.cpus} CPU / ${dc.docker.memoryMb} MB limits a container |`,
+      `| docker runtime: memory (PSS, ${mem.processes} processes) / Redis | ${mb(mem.pssBytes)} (${mb(mem.pssBytes / TASKS)} a task) / ${rf.clients} clients | reported | | ${Object.entries(mem.byKind).map(([k, v]) => `${k} ${v.processes}x ${mb(v.pssBytes)}`).join(', ')}; ${ITEMS} items in ${(streamMs / 1000).toFixed(1)} s; teardown ${(teardownMs / 1000).toFixed(1)} s |`,
+    ];
+  } finally {
+    await rt.teardown(app.name, dc).catch(() => undefined);
+    await engine.stop();
+  }
+}
+
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN;
 
 async function main(): Promise<void> {
@@ -158,9 +213,13 @@ async function main(): Promise<void> {
       // Sampled (BASE_SAMPLE per node) and scaled to every task: hundreds of starts would take minutes on a loaded machine.
       const sample = Math.min(TASKS, BASE_SAMPLE);
       const baseMs = Math.round((await bare(process.env.JUPITER_PYTHON ?? 'python3', ['-c', 'pass'], NODES.length, sample)) * (TASKS / sample));
-      results.exec = { ms, profiled: res.reduce((a, r) => a + r.profiles.length, 0), baselineMs: baseMs, ratio: ms / baseMs };
+      // Again, unchanged (as a redeploy asks): every profile is reused by content.
+      const [again, reuseMs] = await timed(() => Promise.all(res.map((r) => profileApp(big, r.node, { workDir: root, reuse: new Map(r.profiles.map((p) => [p.task, p])) }))));
+      const reused = again.reduce((a, r) => a + r.reused.length, 0);
+      results.exec = { ms, profiled: res.reduce((a, r) => a + r.profiles.length, 0), baselineMs: baseMs, ratio: ms / baseMs, unchangedMs: reuseMs, reused };
       lines.push(`| execution profiling, ${TASKS} tasks x ${NODES.length} nodes | ${(ms / 1000).toFixed(1)} s | <= 10 s | ${ms <= 10_000 ? 'met' : 'NOT met'} | ${(ms / baseMs).toFixed(2)}x ${TASKS * NODES.length} bare python3 starts (${(baseMs / 1000).toFixed(1)} s, scaled from ${NODES.length * Math.min(TASKS, BASE_SAMPLE)}) |`);
-      log(`  ${ms} ms (baseline ${baseMs} ms)`);
+      lines.push(`| execution profiling again, app unchanged | ${reuseMs} ms | | | ${reused} of ${TASKS * NODES.length} profiles reused by content (inputsHash) |`);
+      log(`  ${ms} ms (baseline ${baseMs} ms); unchanged again ${reuseMs} ms, ${reused} reused`);
     }
 
     if (PARTS.includes('runners')) {
@@ -205,6 +264,8 @@ async function main(): Promise<void> {
       lines.push(`| ${APPS} apps: status of all | ${statusMs} ms | <= 1 s | ${statusMs <= 1000 ? 'met' : 'NOT met'} | ${statusCpuMs} ms of CPU; in-process (the CLI adds its own start) |`);
       lines.push(`| ${APPS} apps: Redis / memory | ${rf.clients} clients, ${mb(rf.usedMemoryBytes)}, ${after.keys} keys; PSS ${mb(mem.pssBytes)} (${mem.processes} processes) | reported | | teardown ${teardownMs} ms |`);
     }
+
+    if (PARTS.includes('docker')) lines.push(...await dockerPart(big, redis, server.url, runtime, cluster, results));
   } finally {
     for (const a of deployed) await runtime.teardown(a.name, cluster).catch(() => undefined);
     await redis.quit().catch(() => undefined);

@@ -39,13 +39,30 @@ function rollup(pid: string): { pss: number; rss: number } | undefined {
   }
 }
 
-function kindOf(pid: string): string {
+function cmdOf(pid: string): string[] {
   try {
-    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    const script = cmd.find((a) => /\.(js|py)$/.test(a)) ?? cmd[0] ?? '?';
-    return script.split('/').pop()!;
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
   } catch {
-    return '?';
+    return [];
+  }
+}
+
+/**
+ * The script an interpreter runs (main.js, py_worker.py), else the program (docker-init, the
+ * container's PID 1, whose arguments name main.js too); a forked Python worker carries its fork
+ * server's command line, so it is told apart by its parent.
+ */
+function kindOf(pid: string): string {
+  const cmd = cmdOf(pid);
+  const exe = (cmd[0] ?? '?').split('/').pop()!;
+  if (!/^(node|python[0-9.]*)$/.test(exe)) return exe;
+  const script = (cmd.find((a) => /\.(js|py)$/.test(a)) ?? exe).split('/').pop()!;
+  if (script !== 'py_forkserver.py') return script;
+  try {
+    const ppid = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]!;
+    return cmdOf(ppid).some((a) => a.endsWith('py_forkserver.py')) ? 'py_worker.py (forked)' : script;
+  } catch {
+    return script;
   }
 }
 

@@ -7,6 +7,7 @@ import type { AppSpec, TaskSpec } from '../../config/types.js';
 import { inputError } from '../../config/errors.js';
 import { checkOutputs } from './paths.js';
 import { PythonWorker } from './python.js';
+import type { PyForkServer } from './py-forkserver.js';
 import { centralizedLaunch, type Launch } from '../compat/centralized.js';
 import { defaultWorkRoot } from '../runner/work-slots.js';
 
@@ -58,7 +59,7 @@ const prestarted = new Map<string, { worker: PythonWorker; launch?: Launch; star
 export function prestartInvoker(app: AppSpec, task: TaskSpec, node: string, opts: InvokerOptions = {}): void {
   if (!task.isDag || task.language !== 'python' || prestarted.has(task.name)) return;
   const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
-  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr);
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr, forkOf(opts));
   prestarted.set(task.name, { worker, launch, started: worker.start() });
 }
 
@@ -82,7 +83,7 @@ async function startPython(app: AppSpec, task: TaskSpec, node: string, opts: Inv
   await pre?.worker.close();
   pre?.launch?.cleanup();
   const launch = centralizedLaunch(app, task, node, defaultWorkRoot());
-  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr);
+  const worker = new PythonWorker(task.name, task.scriptFile, undefined, launch, opts.stderr, forkOf(opts));
   await worker.start();
   return { worker, launch };
 }
@@ -90,6 +91,14 @@ async function startPython(app: AppSpec, task: TaskSpec, node: string, opts: Inv
 export interface InvokerOptions {
   /** File descriptor for a Python task's output (default: this process's stderr). */
   stderr?: number;
+  /** Fork Python workers from this server (a node host's) instead of starting an interpreter each. */
+  forkServer?: PyForkServer;
+  /** The file behind `stderr`, which a forked worker opens itself. */
+  stderrPath?: string;
+}
+
+function forkOf(opts: InvokerOptions): { server: PyForkServer; stderrPath?: string } | undefined {
+  return opts.forkServer && { server: opts.forkServer, stderrPath: opts.stderrPath };
 }
 
 export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local', opts: InvokerOptions = {}): Promise<TaskInvoker> {

@@ -1,6 +1,8 @@
 """Jupiter's persistent Python task worker (one per task runner).
 
 Usage: python3 -u py_worker.py <scripts_dir> <module>
+   (or forked by py_forkserver.py, which calls main(scripts_dir, module) with stdin and stdout
+   connected to the node host)
 
 Imports <module> once from <scripts_dir> (which is put first on sys.path) and then serves
 requests, one JSON object per line on stdin:
@@ -20,7 +22,7 @@ import sys
 import traceback
 
 
-def main():
+def main(scripts_dir=None, module_name=None):
     proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -29,7 +31,8 @@ def main():
         proto.write(json.dumps(obj) + "\n")
         proto.flush()
 
-    scripts_dir, module_name = sys.argv[1], sys.argv[2]
+    if scripts_dir is None:
+        scripts_dir, module_name = sys.argv[1], sys.argv[2]
     # The working directory is the scripts folder (the wrapper of original apps starts us in /
     # before /centralized_scheduler is mounted).
     os.chdir(scripts_dir)

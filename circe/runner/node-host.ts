@@ -4,7 +4,8 @@
 // connections; here they are paid once per node, and the tasks share two connections (each
 // BullMQ worker keeps its own blocking one). Failures stay per task: a Python task's code runs
 // in its own interpreter process (a crash there fails only that task's item, which is retried,
-// and the next item gets a fresh interpreter), a task that cannot start is retried on its own
+// and the next item gets a fresh interpreter; the interpreters are forked from one per host,
+// py-forkserver.ts, so the host pays for a Python start once, not once per task), a task that cannot start is retried on its own
 // with a growing delay while the others run, and each task keeps its own queue, log file and
 // readiness entry. JavaScript tasks run inside their runner, so they keep a process each.
 // The host's task list is a JSON file (HostFile) the runtime rewrites and signals with SIGHUP
@@ -16,6 +17,7 @@ import type { Redis } from 'ioredis';
 import type { AppSpec, TaskSpec } from '../../config/types.js';
 import { loadApp } from '../../config/app/load.js';
 import { discardPrestarted, prestartInvoker } from '../invoke/invoker.js';
+import { PyForkServer } from '../invoke/py-forkserver.js';
 import { connectRedis } from '../queue/connection.js';
 import { appKeys } from '../queue/keys.js';
 import { withScripts } from '../queue/scripts.js';
@@ -67,6 +69,8 @@ export class NodeHost {
   private readonly hosted = new Map<string, Hosted>();
   private readonly redis: Redis;
   private readonly workerRedis: Redis;
+  /** Forks the Python workers: one interpreter start for the node's tasks, a process each still. */
+  private readonly fork?: PyForkServer;
   private reconciling: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -74,14 +78,21 @@ export class NodeHost {
     const name = `jupiter:${spec.app}:host:${spec.node}`;
     this.redis = withScripts(connectRedis(spec.redisUrl, { name }));
     this.workerRedis = connectRedis(spec.redisUrl, { name: `${name}:worker` });
+    this.fork = process.env.JUPITER_PY_FORK === '0' ? undefined : new PyForkServer();
   }
 
   static async start(file: string, log: (msg: string) => void): Promise<NodeHost> {
-    resolvePython(log);
+    // Forked workers start python3 once (the fork server): a shim in front of it costs that once
+    // and in the background, less than the blocking question (~0.7 s on a busy machine).
+    if (process.env.JUPITER_PY_FORK === '0') resolvePython(log);
     const spec = readHostFile(file);
     const host = new NodeHost(file, spec, await loadApp(spec.appDir), log);
     await host.reconcile();
     return host;
+  }
+
+  private logPath(task: string): string {
+    return join(this.spec.logDir, `${task}@${this.spec.node}.log`);
   }
 
   get tasks(): string[] {
@@ -108,11 +119,9 @@ export class NodeHost {
           this.log(`app ${this.app.name} has no task ${name}; not hosted`);
           continue;
         }
-        const fd = openSync(join(this.spec.logDir, `${name}@${this.spec.node}.log`), 'a');
+        const fd = openSync(this.logPath(name), 'a');
         const h: Hosted = { task, fd, failures: 0, stopped: false, log: (msg) => writeSync(fd, `${new Date().toISOString()} ${msg}\n`) };
         this.hosted.set(name, h);
-        // Every interpreter boots at once, while the runners load and connect.
-        prestartInvoker(this.app, task, this.spec.node, { stderr: fd });
         fresh.push(h);
       }
       // Not awaited past start-up attempts: a task that keeps failing retries on its own.
@@ -124,6 +133,8 @@ export class NodeHost {
 
   private startTask(h: Hosted): Promise<void> {
     const where = `${this.app.name}/${h.task.name}@${this.spec.node}`;
+    // Every worker starts at once, while the runners load and connect (and again on a retry).
+    prestartInvoker(this.app, h.task, this.spec.node, { stderr: h.fd, stderrPath: this.logPath(h.task.name), forkServer: this.fork });
     h.starting = (async () => {
       try {
         const runner = await TaskRunner.start({
@@ -169,6 +180,6 @@ export class NodeHost {
     await this.reconciling;
     this.closed = true;
     await Promise.all([...this.hosted.keys()].map((t) => this.stopTask(t)));
-    await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);
+    await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined), this.fork?.close()]);
   }
 }

@@ -7,6 +7,7 @@ import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import { mappers, placeHelperTasks, problemFromProfiles, simulate, type MapResult } from '../../mappers/index.js';
 import { isComplete, readProfiles } from '../profiles/read.js';
 import { requestExecProfiles } from '../profiles/exec.js';
+import { inputsHashes } from '../../profilers/exec/inputs-hash.js';
 import type { Progress } from '../progress.js';
 import { dagSummary } from '../telemetry/topics.js';
 
@@ -20,10 +21,18 @@ export interface ProfileOptions {
   execProfile: boolean;
 }
 
-function hasExecProfiles(app: AppSpec, snap: ProfileSnapshot): boolean {
+/**
+ * Every profiled task has a profile, and none is stale: a profile that carries an inputsHash
+ * other than the task's now (its script or something upstream changed) asks for profiling again,
+ * in which the nodes run only what changed.
+ */
+async function hasExecProfiles(app: AppSpec, snap: ProfileSnapshot): Promise<boolean> {
   const wanted = app.tasks.filter((t) => t.isDag && t.execProfiler).map((t) => t.name);
-  const have = new Set(snap.exec.filter((e) => e.app === app.name).map((e) => e.task));
-  return wanted.every((t) => have.has(t));
+  const mine = snap.exec.filter((e) => e.app === app.name);
+  const have = new Set(mine.map((e) => e.task));
+  if (!wanted.every((t) => have.has(t))) return false;
+  const hashes = await inputsHashes(app);
+  return mine.every((e) => e.inputsHash === undefined || e.inputsHash === hashes.get(e.task));
 }
 
 /** Live profiles for the app, waiting for agents and profiling execution as needed. */
@@ -46,7 +55,7 @@ export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOp
     snap = await readProfiles(redis, { prefix: opts.prefix });
   }
   step.done();
-  if (opts.execProfile && !hasExecProfiles(app, snap)) {
+  if (opts.execProfile && !(await hasExecProfiles(app, snap))) {
     const exec = progress.step(`Profiling execution of ${app.name} on every node`);
     // Every task runs once per node: an app of 50 tasks that take seconds each takes minutes.
     // Each node's count of tasks is shown, and a node is waited for as long as it advances.

@@ -19,6 +19,8 @@ export interface ExecRequestOptions {
   timeoutMs: number;
   /** Profile one node at a time (nodes sharing a machine do not disturb each other's timings). */
   serial?: boolean;
+  /** Run every task again (default: a node keeps the profiles of tasks unchanged since, by content). */
+  fresh?: boolean;
   /** Only these nodes (default: every live agent). */
   nodes?: string[];
   onReply?: (r: ExecProfileReply) => void;
@@ -43,7 +45,7 @@ export async function requestExecProfiles(redis: Redis, app: AppSpec, opts: Exec
     if (batch.length === 0) continue;
     const id = newRequestId();
     for (const node of batch) {
-      const msg: ExecProfileRequest = { type: 'exec-profile', id, app: app.name, appDir: app.dir };
+      const msg: ExecProfileRequest = { type: 'exec-profile', id, app: app.name, appDir: app.dir, ...(opts.fresh ? { fresh: true } : {}) };
       await sendToAgent(redis, keys, node, { ...msg });
     }
     // Each node has until `timeoutMs` after its last news (the request, a finished task); a node

@@ -1,9 +1,10 @@
 // Inbox handler `exec-profile`: profile an app on this node and store one ExecProfile per task
 // in Redis (`exec:<app>:<node>:<task>`), then reply with what was profiled, skipped or failed.
+// The profiles already stored are handed to the profiler, which reuses those still valid.
 // After each task it also posts a progress note on the reply list (ExecProfileProgress), so the
 // requester can show how far each node is and wait as long as they advance.
 import { existsSync } from 'node:fs';
-import type { AppSpec } from '../../config/types.js';
+import type { AppSpec, ExecProfile } from '../../config/types.js';
 import { loadApp } from '../../config/app/load.js';
 import type { MessageHandler } from '../agent/agent.js';
 import { reply } from '../agent/inbox.js';
@@ -15,6 +16,8 @@ export interface ExecProfileRequest {
   /** App name (looked up under apps/ when appDir is not on this machine). */
   app: string;
   appDir: string;
+  /** Measure every task again, whatever this node measured before. */
+  fresh?: boolean;
 }
 
 /** A progress note on the reply list (the final reply is an ExecProfileReply, with `ok`). */
@@ -40,13 +43,26 @@ export const handleExecProfile: MessageHandler = async (raw, ctx) => {
       throw new Error(`app ${msg.app} is not on this node (no folder ${msg.appDir} here, and ${(e as Error).message}); an agent in a container profiles only the apps of its image (the checkout's apps/)`);
     });
     ctx.log(`execution profiling of ${app.name} requested`);
+    // This node's earlier profiles: unchanged tasks are not run again (inputsHash).
+    const dag = app.tasks.filter((t) => t.isDag).map((t) => t.name);
+    const earlier = dag.length > 0 && !msg.fresh ? await ctx.redis.mget(dag.map((t) => ctx.keys.exec(app.name, ctx.node, t))) : [];
+    const reuse = new Map<string, ExecProfile>();
+    earlier.forEach((raw, i) => {
+      try {
+        if (raw) reuse.set(dag[i]!, JSON.parse(raw) as ExecProfile);
+      } catch {
+        // an unreadable profile is measured again
+      }
+    });
     const result = await profileApp(app, ctx.node, {
+      reuse,
       log: ctx.log,
       onTask: (done, total) => {
         const note: ExecProfileProgress = { node: ctx.node, progress: { done, total } };
         void reply(ctx.redis, ctx.keys, msg.id, note).catch(() => undefined);
       },
     });
+    if (result.reused.length > 0) ctx.log(`execution profiling of ${app.name}: ${result.reused.length} unchanged task(s) not run again`);
     if (result.profiles.length > 0) {
       await ctx.redis.mset(Object.fromEntries(result.profiles.map((p) => [ctx.keys.exec(p.app, p.node, p.task), JSON.stringify(p)])));
     }

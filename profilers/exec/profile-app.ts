@@ -7,6 +7,8 @@
 // Not profiled: tasks with `exec_profiler: false` (skipped, never run), and tasks that need an
 // output of a skipped or failed task (they have nothing to run on). Where a task would run
 // more than once per item (FLAG true with several outputs), its first run is timed.
+// A task whose script, inputs and upstream are unchanged since a profile given in `reuse`
+// (inputsHash, by content) is not run again, unless a changed task downstream needs its output.
 // Python tasks of the app's script folder run in one shared interpreter (each module imported
 // before its timed call), so a 200-task app costs one interpreter start, not 200; a task that
 // fails there is run again in an interpreter of its own before it counts as failed. Tasks run
@@ -14,6 +16,7 @@
 import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { inputsHashes, topoOrder } from './inputs-hash.js';
 import { performance } from 'node:perf_hooks';
 import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../config/types.js';
 import { createInvoker, sharedPythonInvoker, type SharedPythonInvoker } from '../../circe/invoke/invoker.js';
@@ -29,30 +32,10 @@ export interface AppProfileResult {
   node: string;
   app: string;
   profiles: ExecProfile[];
+  /** Tasks whose profile was reused (unchanged inputsHash), included in `profiles`. */
+  reused: string[];
   skipped: SkippedTask[];
   failed: SkippedTask[];
-}
-
-/** DAG tasks parents-first (Kahn), ties in file order. */
-export function topoOrder(app: AppSpec): TaskSpec[] {
-  const dag = app.tasks.filter((t) => t.isDag);
-  const byName = new Map(dag.map((t) => [t.name, t]));
-  const indeg = new Map(dag.map((t) => [t.name, 0]));
-  for (const t of dag) for (const c of t.children) if (byName.has(c)) indeg.set(c, (indeg.get(c) ?? 0) + 1);
-  const order: TaskSpec[] = [];
-  const ready = dag.filter((t) => indeg.get(t.name) === 0);
-  while (ready.length > 0) {
-    const t = ready.shift()!;
-    order.push(t);
-    for (const c of t.children) {
-      if (!byName.has(c)) continue;
-      const d = (indeg.get(c) ?? 0) - 1;
-      indeg.set(c, d);
-      if (d === 0) ready.push(byName.get(c)!);
-    }
-    ready.sort((p, q) => p.line - q.line);
-  }
-  return order;
 }
 
 /** Wall time of one call of the task (s, µs resolution) and its outputs. */
@@ -88,6 +71,8 @@ function outputsFor(task: TaskSpec, outputs: string[], child: string): string[] 
 }
 
 export interface ProfileAppOptions {
+  /** Earlier profiles of this node, by task: those whose inputsHash still matches are reused. */
+  reuse?: Map<string, ExecProfile>;
   log?: (line: string) => void;
   workDir?: string;
   /** Called after each task (profiled, skipped or failed): tasks dealt with so far, of all. */
@@ -95,16 +80,28 @@ export interface ProfileAppOptions {
 }
 
 export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOptions = {}): Promise<AppProfileResult> {
-  const result: AppProfileResult = { node, app: app.name, profiles: [], skipped: [], failed: [] };
+  const result: AppProfileResult = { node, app: app.name, profiles: [], reused: [], skipped: [], failed: [] };
   if (app.sampleInputs.length === 0) {
     // An empty sample_input/ is allowed (the app waits for `submit`): nothing to measure with.
     for (const t of topoOrder(app)) result.skipped.push({ task: t.name, reason: 'sample_input/ is empty' });
     return result;
   }
-  const root = await mkdtemp(join(opts.workDir ?? tmpdir(), `jupiter-exec-${app.name}-${node}-`));
   const order = topoOrder(app);
   const parents = new Map<string, TaskSpec[]>();
   for (const t of order) for (const c of t.children) if (c !== HOME) parents.set(c, [...(parents.get(c) ?? []), t]);
+  const hashes = await inputsHashes(app);
+  // Reused: an unchanged profile, unless a task that runs needs this one's output (then it runs too).
+  const reused = new Map<string, ExecProfile>();
+  for (const t of order) {
+    const old = opts.reuse?.get(t.name);
+    if (t.execProfiler && old?.inputsHash !== undefined && old.inputsHash === hashes.get(t.name)) reused.set(t.name, old);
+  }
+  // Children first: a parent kept for a child that runs is then seen running by its own parents.
+  for (const t of [...order].reverse()) {
+    if (reused.has(t.name) || !t.execProfiler) continue;
+    for (const p of parents.get(t.name) ?? []) reused.delete(p.name);
+  }
+  const root = await mkdtemp(join(opts.workDir ?? tmpdir(), `jupiter-exec-${app.name}-${node}-`));
   const outputs = new Map<string, string[]>();
   const blocked = new Map<string, string>();
   const firstPython = order.find((t) => t.language === 'python' && t.execProfiler);
@@ -125,6 +122,12 @@ export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOpt
     if (noMount && task.language === 'python') {
       result.skipped.push({ task: task.name, reason: noMount });
       blocked.set(task.name, 'skipped');
+      return;
+    }
+    const old = reused.get(task.name);
+    if (old) {
+      result.profiles.push({ ...old, node });
+      result.reused.push(task.name);
       return;
     }
     if (blocker) {
@@ -159,7 +162,7 @@ export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOpt
       let outputBytes = 0;
       for (const o of outs) outputBytes += (await stat(o)).size;
       outputs.set(task.name, outs);
-      result.profiles.push({ app: app.name, task: task.name, node, durationSec, outputBytes, updatedAt: Date.now() });
+      result.profiles.push({ app: app.name, task: task.name, node, durationSec, outputBytes, updatedAt: Date.now(), inputsHash: hashes.get(task.name) });
       opts.log?.(`exec profile ${app.name}/${task.name}: ${(durationSec * 1000).toFixed(0)} ms, ${outputBytes} B out`);
     } catch (e) {
       result.failed.push({ task: task.name, reason: (e as Error).message });

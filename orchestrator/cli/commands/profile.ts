@@ -77,10 +77,11 @@ export function register(program: Command): void {
     .option('--prefix <prefix>', 'Redis key prefix (default: the configuration\'s)')
     .option('--timeout <seconds>', 'give up on an agent that finished no task and sent no answer for this long', '300')
     .option('--serial', 'profile one node at a time (for nodes sharing one machine)')
+    .option('--fresh', 'run every task again (by default a task unchanged since its last profile on a node keeps it)')
     .exitOverride()
     .action(action(async (appArg: string, _local: unknown, command: Command) => {
       // --redis/--prefix/--json may come before or after `exec` (the parent command has them too).
-      const flags = command.optsWithGlobals<ProfileFlags & { timeout: string; serial?: boolean }>();
+      const flags = command.optsWithGlobals<ProfileFlags & { timeout: string; serial?: boolean; fresh?: boolean }>();
       const timeoutMs = Number(flags.timeout) * 1000;
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw inputError(`--timeout must be a positive number of seconds, got ${JSON.stringify(flags.timeout)}`, { hint: 'for example --timeout 120' });
       const app = await loadApp(appArg);
@@ -98,6 +99,7 @@ export function register(program: Command): void {
           prefix: flags.prefix ?? target.prefix,
           timeoutMs,
           serial: flags.serial,
+          fresh: flags.fresh,
           onReply: (r) => step.update(`${++done} node(s) answered (last: ${r.node})`),
           onProgress: (node, n, total) => step.update(`${done} node(s) answered; ${node}: ${n}/${total} tasks`),
         });

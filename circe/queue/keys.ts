@@ -26,6 +26,9 @@
 //                                     with the item's records, so the hash stays bounded)
 //   A data:token              string  the deployment's data token (direct data path, circe/dataplane)
 //   A data:<node>             hash    data endpoints (host:port -> registered at) of the node's runners
+//   A blob:<id>:l             string  lineage of a blob kept on a node (direct path, circe/dataplane/lineage.ts)
+//   A blob:<id>:r             string  a re-run of the blob's producer was asked (expires)
+//   A rerun:<task>            list    re-run requests for the task (JSON {blob, why, at})
 //   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
 import { redisKeys } from '../../config/redis-keys.js';
 
@@ -58,6 +61,9 @@ export interface AppKeys {
   ready: string;
   dataToken: string;
   dataNodes(node: string): string;
+  /** The agent's heartbeat key of a node, and the set of nodes that ever registered (liveness, outside A). */
+  agent(node: string): string;
+  agents: string;
 }
 
 export function appKeys(prefix: string, app: string): AppKeys {
@@ -88,5 +94,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     ready: `${a}ready`,
     dataToken: `${a}data:token`,
     dataNodes: (n) => `${a}data:${n}`,
+    agent: (n) => k.node(n),
+    agents: k.nodes(),
   };
 }

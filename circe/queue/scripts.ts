@@ -79,11 +79,20 @@ local function finish_item(pending, item, stats, makespans, id, now, queued, max
     ',"outputs":[' .. table.concat(outs, ',') .. ']' .. failed .. ',"ts":' .. now .. '}')
   return ms
 end
--- A receiver took its copy: drop it from the holders; the last one deletes the bytes.
+-- A receiver took its copy: drop it from the holders; the last one deletes the bytes. A blob with
+-- lineage (direct path: circe/dataplane/lineage.ts) kept its inputs for a re-run; they are
+-- released with it (holder L<blob>), recursively.
 local function release(blobPrefix, blob, holder)
   local holders = blobPrefix .. blob .. ':h'
   redis.call('SREM', holders, holder)
-  if redis.call('SCARD', holders) == 0 then redis.call('DEL', blobPrefix .. blob, holders) end
+  if redis.call('SCARD', holders) == 0 then
+    redis.call('DEL', blobPrefix .. blob, holders)
+    local lin = redis.call('GET', blobPrefix .. blob .. ':l')
+    if lin then
+      redis.call('DEL', blobPrefix .. blob .. ':l', blobPrefix .. blob .. ':r')
+      for _, b in ipairs(cjson.decode(lin)['in']) do release(blobPrefix, b, 'L' .. blob) end
+    end
+  end
 end
 `;
 

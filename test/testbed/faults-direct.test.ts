@@ -8,8 +8,9 @@
 //   a link down 60 s   node1 <-> node2 cut for a full minute mid-stream: node1 keeps t0's
 //                      outputs, t1 keeps asking, and takes them when the link returns
 //   Redis restarted    the home's Redis stopped and started again mid-stream (append-only file)
-//   a node lost        node2's agent and runners killed for good: the reconciler moves t1, and
-//                      what node2 kept for t2 is made again from t0's outputs on node1 (lineage)
+//   a node lost        node2's agent and runners killed for good (t2 paused meanwhile, so that
+//                      node2 keeps outputs nobody took): the reconciler moves t1, and what
+//                      node2 kept for t2 is made again from t0's outputs on node1 (lineage)
 // Each prints `sent N, delivered N, lost 0, duplicates at the sink 0`.
 // Skipped (reason printed) where namespaces or engines cannot be made (not root, no dockerd).
 import { expect } from 'chai';
@@ -153,6 +154,12 @@ describe('fault tests on the testbed with the direct data path (mesh-3, docker r
 
   it('a node lost (node2: agent and runners killed for good; lineage re-runs what it kept)', async () => {
     await stream('n', 100, 20, async () => {
+      // t2 fetches what it holds ahead of running it: paused for a moment, it leaves t1's newest
+      // outputs on node2 (which is then lost with them).
+      // (SIGSTOP: the testbed's engines cannot freeze containers.)
+      const t2 = (await runnerPid('t2', PIN.t2)).pid;
+      process.kill(t2, 'SIGSTOP');
+      await sleep(1000);
       const docker = engine(PIN.t1);
       const list = await docker.listContainers();
       // No restart: the node is gone.
@@ -161,6 +168,7 @@ describe('fault tests on the testbed with the direct data path (mesh-3, docker r
         await ct.update({ RestartPolicy: { Name: 'no', MaximumRetryCount: 0 } });
         await ct.kill({ signal: 'SIGKILL' });
       }
+      process.kill(t2, 'SIGCONT');
       const t0 = Date.now();
       const after = await until(async () => {
         const m = (await readMapping(redis!, PREFIX, APP))!.mapping;

@@ -29,7 +29,9 @@ import type { AppKeys } from '../queue/keys.js';
 /** A request for a re-run is not repeated within this long (the re-runner may be starting). */
 export const RERUN_ASK_MS = 15_000;
 /** How often a runner looks for re-run requests of its task. */
-const POLL_MS = 500;
+const POLL_MS = 1000;
+/** Re-runs one runner has under way at once (each holds its inputs' bytes while it waits for a slot). */
+const MAX_ACTIVE = 4;
 
 export interface LineageRecord {
   /** Producing task, item, and the node that keeps the outputs. */
@@ -163,6 +165,7 @@ export class Reruns {
   private timer?: NodeJS.Timeout;
   private busy?: Promise<void>;
   private stopped = false;
+  private active = 0;
   readonly stats = { rerun: 0, repointed: 0, failed: 0 };
 
   constructor(private readonly host: RerunHost) {}
@@ -181,15 +184,16 @@ export class Reruns {
   private async drain(): Promise<void> {
     const { redis, keys, task } = this.host;
     for (;;) {
-      if (this.stopped) return;
+      if (this.stopped || this.active >= MAX_ACTIVE) return;
       const raw = await redis.lpop(rerunList(keys, task));
       if (!raw) return;
       const { blob, why } = JSON.parse(raw) as { blob: string; why: string };
       const rec = await redis.get(lineageKey(keys, blob));
       if (!rec || !(await redis.exists(keys.blob(blob)))) continue; // taken meanwhile
       const lin = JSON.parse(rec) as LineageRecord;
-      // Requests run one after another in the background; the task's slots serve both.
-      void this.one(lin, why);
+      // Re-runs go on in the background beside the task's deliveries (the slots serve both).
+      this.active++;
+      void this.one(lin, why).finally(() => this.active--);
     }
   }
 

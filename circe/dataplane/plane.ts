@@ -11,6 +11,7 @@ import { getuid } from 'node:process';
 import type { AppKeys } from '../queue/keys.js';
 import type { PipelineSettings } from '../queue/settings.js';
 import { BlobMissingError, getBlob } from './client.js';
+import { askRerun, nodeDead, pointedNode } from './lineage.js';
 import { DataServer } from './server.js';
 import { NodeStore } from './store.js';
 
@@ -67,9 +68,9 @@ export class DataPlane {
   private endpoint?: string;
   private sweeper?: NodeJS.Timeout;
   private readonly endpoints = new Map<string, { list: string[]; at: number }>();
-  /** The last fetch queued per source node: fetches from one node go one after another. */
+  /** The last transfer queued per source node: transfers from one node go one after another. */
   private readonly lanes = new Map<string, Promise<unknown>>();
-  readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0 };
+  readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0, reruns: 0 };
 
   /** The key of this plane in `producers` while it is shared there. */
   private sharedAs?: string;
@@ -131,59 +132,98 @@ export class DataPlane {
     return pointerFor(this.opts.node);
   }
 
-  /** The bytes of a blob held on node `src`: from this node's store, or fetched from `src`. */
+  /**
+   * The bytes of a blob held on node `src`: from this node's store, or fetched from `src`. A node
+   * that is dead (lineage.ts nodeDead) or answers that it lacks the blob has the blob's producer
+   * asked to run again (lineage); the re-run points the blob's record at its own node, where the
+   * next round finds it.
+   */
   async fetch(src: string, blob: string): Promise<Buffer> {
-    if (src === this.opts.node && this.store) {
-      const mine = await this.store.get(blob);
-      if (mine) {
-        this.stats.local++;
-        return mine;
-      }
-    }
-    // One transfer per source node at a time, in the order asked: a runner that fetches ahead
-    // gets its next item's bytes at the link's full rate right after the current one's, instead
-    // of splitting the link between them and delaying both. The patience counts from the
-    // asking, so fetches queued behind one that waits out an unreachable node do not each wait
-    // the whole patience again.
-    const deadline = Date.now() + this.opts.settings.fetchPatienceMs;
-    const prev = this.lanes.get(src) ?? Promise.resolve();
-    const mine = prev.then(() => this.fetchRemote(src, blob, deadline));
-    const tail = mine.catch(() => undefined);
-    this.lanes.set(src, tail);
-    void tail.then(() => {
-      if (this.lanes.get(src) === tail) this.lanes.delete(src);
-    });
-    return mine;
-  }
-
-  private async fetchRemote(src: string, blob: string, deadline: number): Promise<Buffer> {
-    const { settings } = this.opts;
+    const { settings, redis, keys } = this.opts;
+    // The patience counts from the asking, so fetches queued behind one that waits out an
+    // unreachable node do not each wait the whole patience again.
+    const deadline = Date.now() + settings.fetchPatienceMs;
     let backoff = 100;
     let last: Error | undefined;
+    let asked = false;
     for (let round = 0; ; round++) {
-      const list = await this.endpointsOf(src, round > 0);
-      let missing = 0;
-      for (const ep of list) {
-        try {
-          const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS });
-          this.stats.fetched++;
-          this.stats.fetchedBytes += bytes.length;
-          return bytes;
-        } catch (e) {
-          last = e as Error;
-          if (e instanceof BlobMissingError) missing++;
+      if (src === this.opts.node && this.store) {
+        const mine = await this.store.get(blob);
+        if (mine) {
+          this.stats.local++;
+          return mine;
         }
       }
-      // Every runner of the node answered and none holds it: waiting will not bring it back.
-      if (list.length > 0 && missing === list.length) throw last!;
+      const list = await this.endpointsOf(src, round > 0);
+      let missing = 0;
+      // One transfer per source node at a time, in the order asked: a runner that fetches ahead
+      // gets its next item's bytes at the link's full rate right after the current one's,
+      // instead of splitting the link between them and delaying both. Only the attempts hold the
+      // lane; backoff and waiting for a re-run do not (a re-run may need this very lane).
+      const from = src;
+      const got = await this.lane(from, async () => {
+        for (const ep of list) {
+          try {
+            return await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS });
+          } catch (e) {
+            last = e as Error;
+            if (e instanceof BlobMissingError) missing++;
+          }
+        }
+        return undefined;
+      });
+      if (got) {
+        this.stats.fetched++;
+        this.stats.fetchedBytes += got.length;
+        return got;
+      }
+      // Every runner of the node answered and none holds it: waiting alone will not bring it back.
+      const allMissing = list.length > 0 && missing === list.length;
+      if (allMissing || round > 0) {
+        // A re-run may have moved the blob to another node meanwhile.
+        const at = await pointedNode(redis, keys, blob).catch(() => undefined);
+        if (at && at !== src) {
+          this.opts.log(`blob ${blob.slice(0, 8)} is now kept on ${at} (was ${src})`);
+          src = at;
+          backoff = 100;
+          continue;
+        }
+        const dead = !allMissing && (await nodeDead(redis, keys, src).catch(() => false));
+        if (allMissing || dead) {
+          const why = allMissing ? `node ${src} does not hold it` : `node ${src} is dead`;
+          const lineage = await askRerun(redis, keys, blob, why).catch(() => true);
+          if (!lineage && allMissing) throw last!;
+          if (lineage && !asked) {
+            asked = true;
+            this.stats.reruns++;
+            this.opts.log(`blob ${blob.slice(0, 8)}: ${why}; asked its producer to run again (lineage)`);
+          }
+        }
+      }
       if (Date.now() + backoff > deadline) {
         throw new Error(`could not fetch blob ${blob} from node ${src} within ${settings.fetchPatienceMs} ms: ${last?.message ?? 'no data endpoint registered for that node'}`);
       }
-      if (round === 0) this.opts.log(`node ${src} unreachable for blob ${blob.slice(0, 8)} (${last?.message ?? 'no endpoint'}); retrying for up to ${settings.fetchPatienceMs / 1000} s`);
+      if (round === 0 && !allMissing) this.opts.log(`node ${src} unreachable for blob ${blob.slice(0, 8)} (${last?.message ?? 'no endpoint'}); retrying for up to ${settings.fetchPatienceMs / 1000} s`);
       this.stats.retries++;
       await new Promise((r) => setTimeout(r, backoff));
       backoff = Math.min(2000, backoff * 2);
     }
+  }
+
+  /** Run `fn` after every transfer queued before it from node `src`. */
+  private lane<T>(src: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.lanes.get(src) ?? Promise.resolve()).then(fn);
+    const tail = run.catch(() => undefined);
+    this.lanes.set(src, tail);
+    void tail.then(() => {
+      if (this.lanes.get(src) === tail) this.lanes.delete(src);
+    });
+    return run;
+  }
+
+  /** Whether this node's store holds a blob. */
+  holds(blob: string): boolean {
+    return this.store?.has(blob) ?? false;
   }
 
   /** Endpoints of a node's runners, newest first (a dead runner's entry is tried last). */

@@ -4,7 +4,7 @@
 // cut off by a failed link finds them when the link returns: store and forward.
 // The store is bounded in bytes: a producer whose store is full waits (back-pressure) rather
 // than fill the node's disk or RAM.
-import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -68,6 +68,11 @@ export class NodeStore {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw e;
     }
+  }
+
+  /** Whether the store holds `id`. */
+  has(id: string): boolean {
+    return existsSync(this.path(id));
   }
 
   /** Files of the store with their sizes and ages. */

@@ -28,6 +28,9 @@
 //   A data:<node>             hash    data endpoints (host:port -> registered at) of the node's runners
 //   A moving                  string  JSON of the moves of a live re-map under way (orchestrator/adapt/move.ts;
 //                                     expires): a runner leaving a node serves what it stored until taken
+//   A blob:<id>:l             string  lineage of a blob kept on a node (direct path, circe/dataplane/lineage.ts)
+//   A blob:<id>:r             string  a re-run of the blob's producer was asked (expires)
+//   A rerun:<task>            list    re-run requests for the task (JSON {blob, why, at})
 //   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
 import { redisKeys } from '../../config/redis-keys.js';
 
@@ -61,6 +64,9 @@ export interface AppKeys {
   dataToken: string;
   dataNodes(node: string): string;
   moving: string;
+  /** The agent's heartbeat key of a node, and the set of nodes that ever registered (liveness, outside A). */
+  agent(node: string): string;
+  agents: string;
 }
 
 export function appKeys(prefix: string, app: string): AppKeys {
@@ -92,5 +98,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     dataToken: `${a}data:token`,
     dataNodes: (n) => `${a}data:${n}`,
     moving: `${a}moving`,
+    agent: (n) => k.node(n),
+    agents: k.nodes(),
   };
 }

@@ -8,6 +8,21 @@
 import type { Redis } from 'ioredis';
 
 const FINISH_FN = `
+-- A receiver took its copy: drop it from the holders; the last one deletes the bytes. A blob with
+-- lineage (direct path: circe/dataplane/lineage.ts) kept its inputs for a re-run; they are
+-- released with it (holder L<blob>), recursively.
+local function release(blobPrefix, blob, holder)
+  local holders = blobPrefix .. blob .. ':h'
+  redis.call('SREM', holders, holder)
+  if redis.call('SCARD', holders) == 0 then
+    redis.call('DEL', blobPrefix .. blob, holders)
+    local lin = redis.call('GET', blobPrefix .. blob .. ':l')
+    if lin then
+      redis.call('DEL', blobPrefix .. blob .. ':l', blobPrefix .. blob .. ':r')
+      for _, b in ipairs(cjson.decode(lin)['in']) do release(blobPrefix, b, 'L' .. blob) end
+    end
+  end
+end
 -- Nothing of the item is in flight any more, so a join still holding files of it can never
 -- reach NUM_INPUTS (counted in files of the job, so a FLAG-true parent or the home may send
 -- fewer than it): each such join becomes a dead letter naming the task, the job and the files
@@ -31,9 +46,7 @@ local function stuck_joins(item, stats, now)
         local inp = cjson.decode(v)
         table.insert(names, inp['name'])
         table.insert(froms, inp['from'])
-        local holders = base .. 'blob:' .. inp['blob'] .. ':h'
-        redis.call('SREM', holders, inp['id'])
-        if redis.call('SCARD', holders) == 0 then redis.call('DEL', base .. 'blob:' .. inp['blob'], holders) end
+        release(base .. 'blob:', inp['blob'], inp['id'])
       end
       table.sort(names)
       local err = 'job ' .. iid .. ' can never reach NUM_INPUTS ' .. meta['n'] .. ' at task ' .. meta['task'] ..
@@ -78,12 +91,6 @@ local function finish_item(pending, item, stats, makespans, id, now, queued, max
     '{"type":"item-done","app":' .. cjson.encode(app) .. ',"item":' .. cjson.encode(itemId) .. ',"makespanMs":' .. ms ..
     ',"outputs":[' .. table.concat(outs, ',') .. ']' .. failed .. ',"ts":' .. now .. '}')
   return ms
-end
--- A receiver took its copy: drop it from the holders; the last one deletes the bytes.
-local function release(blobPrefix, blob, holder)
-  local holders = blobPrefix .. blob .. ':h'
-  redis.call('SREM', holders, holder)
-  if redis.call('SCARD', holders) == 0 then redis.call('DEL', blobPrefix .. blob, holders) end
 end
 `;
 

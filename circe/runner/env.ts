@@ -10,6 +10,8 @@ export interface RunnerEnv extends RunnerSpec {
   /** Sink only: where outputs are written. */
   outputDir: string;
   workDir?: string;
+  /** Direct data path: the node's store (the docker runtime's data volume). */
+  dataDir?: string;
 }
 
 export function runnerEnv(spec: RunnerSpec, appDir: string, extra: { outputDir?: string; workDir?: string } = {}): Record<string, string> {
@@ -45,5 +47,6 @@ export function readRunnerEnv(env: NodeJS.ProcessEnv = process.env): RunnerEnv {
     redisPrefix: env.JUPITER_REDIS_PREFIX || DEFAULT_PREFIX,
     outputDir: resolve(env.JUPITER_OUTPUT_DIR || `runs/${app}/${runId}/output`),
     workDir: env.JUPITER_WORK_DIR || undefined,
+    dataDir: env.JUPITER_DATA_DIR || undefined,
   };
 }

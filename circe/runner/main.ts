@@ -6,6 +6,7 @@
 // each path imports only its own modules (the sink, or the app loader and the task runner), a
 // Python task's interpreter boots while the runner loads BullMQ, and the connection that
 // announces readiness is opened at once, so it is up when the runner is.
+import { accessSync, constants } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { isJupiterError } from '../../config/errors.js';
 import { runHelper } from '../invoke/helper.js';
@@ -92,7 +93,11 @@ async function main(): Promise<number> {
 
   prestartInvoker(app, task, env.node);
   const { TaskRunner } = await import('./task-runner.js');
-  const runner = await TaskRunner.start({ app, task, node: env.node, redisUrl: env.redisUrl, prefix: env.redisPrefix, workDir: env.workDir, log });
+  // A data volume this user cannot write (a custom base image without /jupiter/data owned by
+  // uid 10001): the store stays in the container's /tmp and does not survive a restart.
+  const dataDir = env.dataDir && writable(env.dataDir) ? env.dataDir : undefined;
+  if (env.dataDir && !dataDir) log(`${where}: ${env.dataDir} is not writable by uid ${process.getuid?.()}; the node's data store stays in /tmp and is lost when this runner restarts`);
+  const runner = await TaskRunner.start({ app, task, node: env.node, redisUrl: env.redisUrl, prefix: env.redisPrefix, workDir: env.workDir, dataDir, log });
   closing = () => runner.close();
   await announceReady(announcer, env.redisPrefix, env.app, env.task, env.node);
   log(`${where}: consuming queue ${task.name} (Redis ${maskUrl(env.redisUrl)}${runner.invokerPid ? `, python worker pid ${runner.invokerPid}` : ''})`);
@@ -108,3 +113,12 @@ main().then(
     process.exit(isJupiterError(e) ? e.exitCode : 1);
   },
 );
+
+function writable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -36,6 +36,7 @@ import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInpu
 import { appKeys, type AppKeys } from '../queue/keys.js';
 import { blobIdFor, BUNDLE_MAX, INLINE_MAX, type BundleJob } from '../queue/naming.js';
 import { DataPlane, defaultDataRoot } from '../dataplane/plane.js';
+import { lineageInputs, recordLineage, Reruns, type LineageRecord } from '../dataplane/lineage.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
@@ -100,6 +101,8 @@ export class TaskRunner {
   private queues?: AppQueues;
   /** The direct data path (settings.dataPath `direct`): this node's store and data endpoint. */
   private plane?: DataPlane;
+  /** Lineage re-runs of this task's lost outputs (direct path). */
+  private reruns?: Reruns;
   private settings!: PipelineSettings;
   private readonly keys: AppKeys;
   /** Jobs whose failure the processor already handled (the `failed` event must not repeat it). */
@@ -165,6 +168,7 @@ export class TaskRunner {
     if (this.settings.dataPath === 'direct') {
       const dir = this.opts.dataDir ?? join(defaultDataRoot(defaultWorkRoot(), this.opts.prefix, app.name), safeDir(this.opts.node));
       this.plane = await DataPlane.producer({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, dir, log: this.log });
+      this.reruns = new Reruns({ redis: this.redis, keys: this.keys, task: task.name, node: this.opts.node, log: this.log, run: (rec) => this.rerun(rec) }).start();
     }
     this.invoker = await createInvoker(app, task, this.opts.node, { stderr: this.opts.taskStderr });
     const parent = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
@@ -330,7 +334,30 @@ export class TaskRunner {
   private async fetchInputs(pairs: Array<{ inp: StoredInput; bytes: Buffer }>): Promise<Array<{ inp: StoredInput; bytes: Buffer }>> {
     if (!pairs.some((p) => p.inp.src)) return pairs;
     const plane = this.plane ?? (this.plane = await DataPlane.reader({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, log: this.log }));
-    return Promise.all(pairs.map(async (p) => (p.inp.src ? { inp: p.inp, bytes: await plane.fetch(p.inp.src, p.inp.blob) } : p)));
+    return Promise.all(pairs.map(async (p) => {
+      if (!p.inp.src) return p;
+      const bytes = await plane.fetch(p.inp.src, p.inp.blob);
+      // A lineage re-run may have made the bytes anew: their size is what was fetched.
+      return { inp: { ...p.inp, size: bytes.length }, bytes };
+    }));
+  }
+
+  /**
+   * Lineage (circe/dataplane/lineage.ts): run the task again on the inputs of a lost invocation;
+   * its outputs go to this node's store and nowhere else. Returns the blobs it kept.
+   */
+  private async rerun(rec: LineageRecord): Promise<string[]> {
+    const pairs = await this.fetchInputs(await lineageInputs(this.redis, this.keys, rec));
+    await this.slotGate.take();
+    const slot = this.slots.find((s) => !s.busy)!;
+    slot.busy = true;
+    try {
+      const d = { id: `rerun:${rec.item}`, item: rec.item, name: '', blob: '', from: '', size: 0 };
+      await this.execute({ job: undefined as unknown as Job<BundleJob>, d, at: nowMs() }, pairs, slot, true);
+    } finally {
+      this.freeSlot(slot);
+    }
+    return rec.outs.filter((o) => this.plane!.holds(o));
   }
 
   /**
@@ -386,7 +413,7 @@ export class TaskRunner {
     this.log(`task ${this.opts.task.name} failed on item ${h.d.item} (attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
   }
 
-  private async execute(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, slot: WorkSlot): Promise<Settle> {
+  private async execute(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, slot: WorkSlot, rerun = false): Promise<Settle> {
     const { task } = this.opts;
     const T = task.name;
     const { d } = h;
@@ -427,12 +454,16 @@ export class TaskRunner {
     const files: OutgoingFile[] = routes.map((r) => ({ name: basename(outputs[r.output]!), bytes: readFileSync(outputs[r.output]!), to: r.to }));
     if (this.plane) {
       // Direct path: what does not travel inline stays here until its receivers take it.
+      const kept: string[] = [];
       for (const f of files) {
         if (f.bytes.length <= INLINE_MAX || f.bytes.length > this.settings.maxBlobBytes || f.to.length === 0) continue;
         const size = f.bytes.length;
-        f.bytes = await this.plane.put(blobIdFor(d.item, T, f.name), f.bytes);
+        kept.push(blobIdFor(d.item, T, f.name));
+        f.bytes = await this.plane.put(kept[kept.length - 1]!, f.bytes);
         f.stored = { node: this.opts.node, size };
       }
+      // How they were made, so that they can be made again if this node is lost (before the commit).
+      if (!rerun) await recordLineage(this.redis, this.keys, { task: T, item: d.item, node: this.opts.node, inputs, outs: kept });
     }
     const outNames = files.map((f) => f.name);
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
@@ -470,6 +501,7 @@ export class TaskRunner {
     await this.worker?.close().catch(() => undefined);
     await this.queues?.close().catch(() => undefined);
     await this.invoker?.close().catch(() => undefined);
+    await this.reruns?.stop().catch(() => undefined);
     await this.plane?.close().catch(() => undefined);
     for (const s of this.slots) s.remove();
     if (this.opts.shared) return;

@@ -1,6 +1,6 @@
 // The base image made without any registry: this machine's node and python3 runtimes (binaries,
 // the shared libraries `ldd` lists for them, python's standard library), sh/bash and basic tools, a non-root user `jupiter`
-// (uid 10001) and /tmp, packed into a root filesystem tar and imported into the engine.
+// (uid 10001), /tmp and /jupiter/data (owned by that user: the data volume's mount point), packed into a root filesystem tar and imported into the engine.
 // Users with a registry can instead set docker.baseImage to e.g. `node:20-slim` (python3 must
 // then be in that image for Python tasks).
 import { execFile } from 'node:child_process';
@@ -17,7 +17,7 @@ const run = promisify(execFile);
 export const DEFAULT_BASE_IMAGE = 'jupiter/base:local';
 export const RUNNER_UID = 10001;
 /** Bumped when the layout of the base image changes, so older images are rebuilt. */
-const BASE_FORMAT = '2';
+const BASE_FORMAT = '3';
 export const BASE_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 export interface BaseImageResult {
@@ -160,6 +160,8 @@ export async function baseRootfs(): Promise<{ entries: TarEntry[]; node: string;
     { name: 'tmp', type: 'directory', mode: 0o1777 },
     { name: 'jupiter', type: 'directory', mode: 0o755 },
     { name: 'jupiter/work', type: 'directory', mode: 0o700, uid: RUNNER_UID, gid: RUNNER_UID },
+    // The mount point of the node's data volume: a new volume takes this owner and mode.
+    { name: 'jupiter/data', type: 'directory', mode: 0o700, uid: RUNNER_UID, gid: RUNNER_UID },
     { name: 'root', type: 'directory', mode: 0o700 },
     { name: 'proc', type: 'directory', mode: 0o755 },
     { name: 'sys', type: 'directory', mode: 0o755 },

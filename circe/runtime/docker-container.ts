@@ -13,6 +13,17 @@ export const LABEL_RUN = 'jupiter.run';
 export const HOST_ALIAS = 'host.docker.internal';
 export const RUNNER_ENTRY = '/jupiter/dist/circe/runner/main.js';
 export const WORK_DIR = '/jupiter/work';
+/**
+ * The node's store of the direct data path (circe/dataplane): a named volume per deployment and
+ * node, so that a restarted runner container still holds the outputs its receivers have not
+ * taken. Its owner (uid 10001, mode 0700) comes from the base image's mount point.
+ */
+export const DATA_DIR = '/jupiter/data';
+
+/** Volume names follow container names' rule. */
+export function dataVolumeName(app: string, node: string): string {
+  return `jupiter-data-${app}-${node}`.replace(/[^a-zA-Z0-9_.-]/g, '_');
+}
 
 /** Container names are [a-zA-Z0-9][a-zA-Z0-9_.-]+; app and task names are SAFE_NAME already. */
 export function containerName(app: string, task: string): string {
@@ -51,6 +62,7 @@ export function runnerEnv(spec: RunnerSpec, network: 'host' | 'bridge'): string[
     `JUPITER_REDIS_URL=${containerRedisUrl(spec.redisUrl, network)}`,
     `JUPITER_REDIS_PREFIX=${spec.redisPrefix}`,
     `JUPITER_WORK_DIR=${WORK_DIR}`,
+    `JUPITER_DATA_DIR=${DATA_DIR}`,
     `HOME=${WORK_DIR}`,
     'NODE_ENV=production',
     'PYTHONUNBUFFERED=1',
@@ -88,6 +100,11 @@ export function containerOptions(
       ReadonlyRootfs: true,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
+      Mounts: [{
+        Type: 'volume', Source: dataVolumeName(spec.app, spec.node), Target: DATA_DIR,
+        // NoCopy false: a new volume takes the owner and mode of the image's mount point.
+        VolumeOptions: { NoCopy: false, Labels: { [LABEL_APP]: spec.app, [LABEL_NODE]: spec.node }, DriverConfig: { Name: 'local', Options: {} } },
+      }],
       Tmpfs: {
         [WORK_DIR]: `rw,nosuid,nodev,size=${tmpfsMb}m,uid=${RUNNER_UID},gid=${RUNNER_UID},mode=0700`,
         '/tmp': `rw,nosuid,nodev,size=${tmpfsMb}m,mode=1777`,

@@ -202,6 +202,18 @@ export class DockerRuntime implements Runtime {
         if (!notFound(err)) failed.push(`container ${name} on ${engine.key}: ${maskSecrets((err as Error).message)}`);
       }
     }));
+    // The nodes' data volumes (direct data path), once no container uses them.
+    await Promise.all(engines.map(async (engine) => {
+      try {
+        const { Volumes } = await engine.docker.listVolumes({ filters: { label: [`${LABEL_APP}=${app}`] } });
+        for (const v of Volumes ?? []) {
+          await engine.docker.getVolume(v.Name).remove({ force: true });
+          removed.push(`volume ${v.Name} (node ${v.Labels?.[LABEL_NODE] ?? '?'}) on ${engine.key}`);
+        }
+      } catch (err) {
+        if (!failed.some((f) => f.includes(engine.key))) failed.push(`volumes on ${engine.key}: ${maskSecrets((err as Error).message)}`);
+      }
+    }));
     if (this.opts.removeImages) {
       await Promise.all(engines.map(async (engine) => {
         try {

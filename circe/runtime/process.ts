@@ -20,6 +20,8 @@ import { runnerEnv } from '../runner/env.js';
 import type { HostFile } from '../runner/node-host.js';
 import { CENTRALIZED, ensureCentralizedMountPoint, usesCentralized } from '../compat/centralized.js';
 import { isAlive, stopPid } from './pid.js';
+import { defaultDataRoot } from '../dataplane/plane.js';
+import { defaultWorkRoot } from '../runner/work-slots.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
 
 interface RunnerState {
@@ -255,6 +257,12 @@ export class ProcessRuntime implements Runtime {
     }
     const hostDir = join(appStateDir(cluster, app), 'hosts');
     for (const f of (await readdir(hostDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'))) await rm(join(hostDir, f), { force: true });
+    // The nodes' data stores of the direct data path (one folder per node under this one).
+    const data = defaultDataRoot(defaultWorkRoot(), cluster.redisPrefix, app);
+    if (existsSync(data)) {
+      await rm(data, { recursive: true, force: true });
+      removed.push(`data folder ${data}`);
+    }
     return { removed };
   }
 

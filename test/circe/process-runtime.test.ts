@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { circeSuite } from '../support/circe-suite.js';
 import { appsDir } from '../support/paths.js';
@@ -10,6 +10,8 @@ import {
   configureApp, expectedOutputs, getStatus, ProcessRuntime, submitItems, teardownAppKeys, waitForItems,
 } from '../../circe/index.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
+import { defaultDataRoot } from '../../circe/dataplane/plane.js';
+import { defaultWorkRoot } from '../../circe/runner/work-slots.js';
 
 const PREFIX = 'jp:';
 
@@ -34,7 +36,7 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     },
   });
   beforeEach(() => {
-    cluster = { stateDir: join(rig.work, '.jupiter') } as ClusterConfig;
+    cluster = { stateDir: join(rig.work, '.jupiter'), redisPrefix: PREFIX } as ClusterConfig;
     runtime = new ProcessRuntime({ runsDir: join(rig.work, 'runs'), stopGraceSec: 10 });
   });
 
@@ -72,15 +74,20 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     });
   }
 
-  it('teardown stops every runner and its supervisor and reports them', async () => {
+  it('teardown stops every runner and its supervisor, removes the nodes\' data stores, and reports them', async () => {
     const app = await loadApp(fixtureAppDir('jsline'));
     await deploy(app, 't');
     const handles = await runtime.list(app.name, cluster);
     expect(handles).to.have.length(4);
+    // A node's store of the direct data path, as its runners make it.
+    const data = defaultDataRoot(defaultWorkRoot(), PREFIX, app.name);
+    mkdirSync(join(data, 'n1'), { recursive: true });
     const report = await runtime.teardown(app.name, cluster);
     deployed.splice(deployed.indexOf(app.name), 1);
-    expect(report.removed).to.have.length(4);
+    expect(report.removed).to.have.length(5);
     expect(report.removed[0]).to.match(/^process runner \w+@\w+ \(pid \d+, supervisor \d+\)$/);
+    expect(report.removed[4]).to.equal(`data folder ${data}`);
+    expect(existsSync(data)).to.equal(false);
     for (const h of handles) expect(alive(Number(h.id))).to.equal(false);
     expect(await runtime.list(app.name, cluster)).to.deep.equal([]);
     expect(await teardownAppKeys(rig.client, PREFIX, app.name)).to.be.greaterThan(0);

@@ -147,6 +147,39 @@ describe('docker runtime: images and the container sandbox (real dockerd)', func
     expect(restarts).to.be.at.least(2);
   });
 
+  it('the node\'s data volume (direct path store) is the runner\'s own, survives a restart, and goes at teardown', async () => {
+    const e = engine as TestDockerd;
+    const { app, cleanup } = chainApp('datavol', 1);
+    cleanups.push(cleanup);
+    const cluster = dockerCluster([{ name: 'n1', endpoint: e.endpoint }]);
+    // Counts its starts in the store; the first start crashes (the restart policy brings it back).
+    const probe = `
+      const fs = require('fs'), f = process.env.JUPITER_DATA_DIR + '/starts', tmp = '/tmp/starts';
+      const n = fs.existsSync(f) ? Number(fs.readFileSync(f, 'utf8')) + 1 : 1;
+      fs.writeFileSync(f, String(n));
+      const t = fs.existsSync(tmp) ? Number(fs.readFileSync(tmp, 'utf8')) + 1 : 1;
+      fs.writeFileSync(tmp, String(t));
+      const st = fs.statSync(process.env.JUPITER_DATA_DIR);
+      console.log(JSON.stringify({ starts: n, tmpStarts: t, uid: st.uid, mode: (st.mode & 0o777).toString(8) }));
+      if (n === 1) process.exit(3);`;
+    const rt = new DockerRuntime({ overrides: { cmd: ['node', '-e', probe] } });
+    const [h] = await rt.start(app, specsFor(app, { task0: 'n1' }, 'redis://127.0.0.1:6379'), cluster);
+    expect(await waitExit(e.docker, (h as { id: string }).id)).to.be.oneOf([0, 3]);
+    const deadline = Date.now() + 15_000;
+    let lines: Array<{ starts: number; tmpStarts: number; uid: number; mode: string }> = [];
+    while (Date.now() < deadline && lines.length < 2) {
+      lines = (await rt.logs(app.name, 'task0', cluster)).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // /tmp starts empty again; the data volume keeps what the first start wrote.
+    expect(lines).to.deep.equal([{ starts: 1, tmpStarts: 1, uid: 10001, mode: '700' }, { starts: 2, tmpStarts: 1, uid: 10001, mode: '700' }]);
+    const label = { filters: { label: ['jupiter.app=datavol'] } };
+    expect(((await e.docker.listVolumes(label)).Volumes ?? []).map((v) => v.Name)).to.deep.equal(['jupiter-data-datavol-n1']);
+    const report = await rt.teardown(app.name, cluster);
+    expect(report.removed.some((r) => r.startsWith('volume jupiter-data-datavol-n1 (node n1)'))).to.equal(true);
+    expect((await e.docker.listVolumes(label)).Volumes ?? []).to.deep.equal([]);
+  });
+
   it('bridge networking: a container reaches a host Redis through host.docker.internal', async function () {
     const e = engine as TestDockerd;
     if (!e.bridgeGateway) {
@@ -190,7 +223,7 @@ describe('docker runtime: images and the container sandbox (real dockerd)', func
     expect(await waitExit(e.docker, (h as { id: string }).id)).to.equal(0);
     expect(await rt.logs(app.name, 'task0', cluster)).to.equal('over tls\n');
     const report = await rt.teardown(app.name, cluster);
-    expect(report.removed).to.have.length(1);
+    expect(report.removed.filter((r) => r.startsWith('container'))).to.have.length(1);
     expect(report.removed[0]).to.include(`tcp+tls://127.0.0.1:${(e.tlsEndpoint as { port: number }).port}`);
     // Without the client certificate the engine refuses us.
     const noCert = dockerCluster([{ name: 'tlsnode', endpoint: { ...(e.tlsEndpoint as object), tls: { ca: (e.tlsEndpoint as { tls: { ca: string } }).tls.ca } } as never }]);

@@ -249,12 +249,23 @@ async function main(): Promise<void> {
     const outputs = readdirSync(first.outputDir, { recursive: true }).map((f) => basename(String(f))).filter((f) => /^s\d+_track/.test(f));
     const delivered = new Set(outputs.map((f) => /^s\d+_track/.exec(f)![0]));
     const stats = await redis.hgetall(appKeys(DEFAULT_PREFIX, APP).stats);
-    const sink = { sent: stream.sent.length, delivered: stream.done.length, failed: stream.failed, lost: stream.sent.length - stream.done.length - stream.failed, outputFiles: outputs.length, distinctOutputs: delivered.size, sinkDelivered: Number(stats.delivered ?? 0) };
-    const line = `sent ${sink.sent}, delivered ${sink.delivered}, lost ${sink.lost}, duplicates at the sink ${sink.outputFiles - sink.distinctOutputs}`;
+    const sink = { sent: stream.sent.length, delivered: stream.done.length, failed: stream.failed, lost: stream.sent.length - stream.done.length, outputFiles: outputs.length, distinctOutputs: delivered.size, sinkDelivered: Number(stats.delivered ?? 0) };
+    const line = `sent ${sink.sent}, delivered ${sink.delivered}, lost ${sink.lost}${sink.failed ? ` (${sink.failed} failed)` : ''}, duplicates at the sink ${sink.outputFiles - sink.distinctOutputs}`;
     log(line);
 
     log('fresh deploy on the changed network (teardown, deploy again: the same mapper on the current profiles)');
     await jupiter(work, ['teardown', APP], { JUPITER_CONFIG: state.configFile });
+    // What a user deploying now would get: once the idle link's fit shows its new rate both ways.
+    const settled = Date.now();
+    for (;;) {
+      const snap = await readProfiles(redis, { prefix: DEFAULT_PREFIX });
+      const slow = snap.links.filter((x) => ((x.from === 'node1' && x.to === slowPeer) || (x.from === slowPeer && x.to === 'node1')) && frameSec(x) >= 0.42);
+      if (slow.length === 2 || Date.now() - settled > 60_000) {
+        out.freshProfile = snap.links.filter((x) => [x.from, x.to].sort().join() === ['node1', slowPeer].sort().join()).map((x) => ({ from: x.from, to: x.to, frameSec: frameSec(x), mbit: (x.bandwidthBytesPerSec * 8) / 1e6 }));
+        break;
+      }
+      await sleep(1000);
+    }
     const fresh = await deployed(redis, work, appDir, state.configFile);
     const s2 = new Stream(redis, fresh.app, fresh.runId, join(work, 'triggers2'), WINDOW).start();
     await sleep((FRESH_SEC + 5) * 1000);

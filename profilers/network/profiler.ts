@@ -236,7 +236,10 @@ export class NetworkProfiler {
   /** A change was detected: probe the sizes the new regime can carry quickly, largest first. */
   private reprobe(peer: Peer, sample: LinkSample): void {
     const rate = sample.bytes / sample.seconds;
-    const sizes = this.opts.sizes.filter((s) => (s / rate) * 1000 <= this.opts.reprobeMaxMs).sort((a, b) => b - a);
+    // A fit of the new regime needs two sizes: the two smallest at least, however slow the link
+    // now looks (a timed-out probe's rate is only a bound, and may afford none).
+    const smallest = [...this.opts.sizes].sort((a, b) => a - b).slice(0, 2);
+    const sizes = [...new Set([...this.opts.sizes.filter((s) => (s / rate) * 1000 <= this.opts.reprobeMaxMs), ...smallest])].sort((a, b) => b - a);
     const queued = new Set(peer.pending.map((j) => j.bytes));
     for (const bytes of sizes) if (!queued.has(bytes)) peer.pending.push({ bytes, steady: false });
   }

@@ -206,8 +206,10 @@ export interface NodeOverhead {
 
 export interface ProfileSnapshot {
   nodes: NodeResources[];
-  /** Links between nodes, and between the home and each node (`from` or `to` = `home`). */
+  /** Links between nodes. */
   links: LinkProfile[];
+  /** The home's links to and from each node (`from` or `to` = `home`; profilers/overhead). */
+  homeLinks?: LinkProfile[];
   exec: ExecProfile[];
   /** Measured control costs per node (absent in older profiles). */
   overheads?: NodeOverhead[];

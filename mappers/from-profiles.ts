@@ -99,7 +99,7 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     }
   }
 
-  const prof = new Map(profiles.links.map((l) => [`${l.from}\u0000${l.to}`, l]));
+  const prof = new Map([...profiles.links, ...(profiles.homeLinks ?? [])].map((l) => [`${l.from}\u0000${l.to}`, l]));
   const defaultLink = opts.defaultLink ?? DEFAULT_LINK;
   const links: ProblemLink[] = [];
   for (const a of nodes) {

@@ -12,9 +12,13 @@ export const AGENT_PORT = 7070;
 export const TESTBED_PROFILER = { probeSizesKb: [10, 100, 500, 1000], bootstrapRounds: 2, refreshSec: 3, probeTimeoutSec: 3 };
 
 export function testbedClusterConfig(state: TestbedState): ClusterConfigFile {
+  // A container's CPU limit must fit in its host's cgroup: cgroup v1 refuses a child quota above
+  // its parent's (an agent or runner of 1 CPU on a 0.5-CPU edge host fails to start).
+  const cpus = Math.min(1, ...state.hosts.map((h) => h.cpus ?? 1));
   return {
     redis: { url: state.redis!.url },
     runtime: 'docker',
+    ...(cpus < 1 ? { docker: { cpus } } : {}),
     stateDir: 'stack',
     profiling: TESTBED_PROFILER,
     nodes: state.hosts.map((h) => (h.name === HOME

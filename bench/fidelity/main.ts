@@ -184,8 +184,21 @@ async function testbedPart(tbDir: string, work: string, out: Results, load: numb
   const state = JSON.parse(readFileSync(join(tbDir, 'testbed.json'), 'utf8')) as TestbedState;
   const redis = connectRedis(state.redis!.url);
   try {
+    // The agents measure their control costs at start, 10 s and 30 s later and publish the median
+    // of their rounds: wait for the 30 s round, past the testbed's start-up load.
+    const since = Date.now();
+    for (;;) {
+      const o = (await readProfiles(redis)).overheads ?? [];
+      if (o.length === state.hosts.length - 1 && o.every((x) => x.samples >= 21)) break;
+      if (Date.now() - since > 90_000) {
+        log('  (not every agent has three overhead rounds after 90 s: going on)');
+        break;
+      }
+      await sleep(1000);
+    }
     const snap = await readProfiles(redis);
     out.profile = { overheads: snap.overheads, homeLinks: snap.homeLinks };
+    log(`  control costs per node (ms, hop / invocation): ${(snap.overheads ?? []).map((o) => `${o.node} ${(o.hopSec * 1000).toFixed(1)} / ${(o.invokeSec * 1000).toFixed(1)}`).join(', ')}`);
     for (const app of APPS) {
       for (const path of PATHS) {
         for (const mapper of MAPPERS) {

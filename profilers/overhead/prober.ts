@@ -8,7 +8,9 @@
 //   the inputs, committing the outputs);
 // - the home's links: SET and GET of two blob sizes on the home's Redis (the source hop's bytes
 //   come from there, the sink hop's go there), fitted to latency + bytes / bandwidth per direction.
-// Medians of a few probes, every `everyMs`; published as `overhead:<node>` and the fits
+// Medians of a few probes per round; rounds at start, 10 s and 30 s later (an agent starts while its
+// host is busy starting everything else), then every `everyMs`; what is published is the median of
+// the last 5 rounds, so one round under a passing load does not move the model. Published as `overhead:<node>` and the fits
 // `link:<node>:home:fit` / `link:home:<node>:fit` (read by orchestrator/profiles/read.ts).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -62,12 +64,15 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
   // BullMQ: the worker's own blocking connection, as a runner's.
   const name = `overhead-${node}-${process.pid}`;
   const prefix = `${keys.prefix}probe`;
-  const queue = new Queue(name, { connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix });
+  // BullMQ leaves connections it was given open: ours to close.
+  const conns = [redis.duplicate({ maxRetriesPerRequest: null }), redis.duplicate({ maxRetriesPerRequest: null })];
+  for (const c of conns) c.on('error', () => undefined);
+  const queue = new Queue(name, { connection: conns[0]!, prefix });
   let arrived: (() => void) | undefined;
   let worker: Worker | undefined;
   const hops: number[] = [];
   try {
-    worker = new Worker(name, async () => arrived?.(), { connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix, autorun: true, drainDelay: 5 });
+    worker = new Worker(name, async () => arrived?.(), { connection: conns[1]!, prefix, autorun: true, drainDelay: 5 });
     await worker.waitUntilReady();
     for (let i = 0; i < samples + 2; i++) {
       const got = new Promise<void>((r) => (arrived = r));
@@ -81,6 +86,7 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
     await worker?.close().catch(() => undefined);
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close().catch(() => undefined);
+    for (const c of conns) c.disconnect();
   }
 
   // An empty call through the persistent Python worker (when this node has python3).
@@ -126,10 +132,27 @@ export async function measureHomeLinks(redis: Redis, keys: Keys, node: string, s
   return [link(node, HOME, up), link(HOME, node, down)];
 }
 
+const ROUNDS_KEPT = 5;
+const EARLY_ROUNDS_MS = [200, 10_000, 30_000];
+
+/** The median round's figures (each figure on its own), stamped with the newest round's time. */
+export function smooth(rounds: NodeOverhead[]): NodeOverhead {
+  const last = rounds[rounds.length - 1]!;
+  return { ...last, hopSec: median(rounds.map((r) => r.hopSec)), invokeSec: median(rounds.map((r) => r.invokeSec)), samples: rounds.reduce((a, r) => a + r.samples, 0) };
+}
+
+function smoothLink(rounds: LinkProfile[]): LinkProfile {
+  const last = rounds[rounds.length - 1]!;
+  return { ...last, latencySec: median(rounds.map((r) => r.latencySec)), bandwidthBytesPerSec: median(rounds.map((r) => r.bandwidthBytesPerSec)), samples: rounds.reduce((a, r) => a + r.samples, 0), windowFrom: rounds[0]!.windowFrom };
+}
+
 export class OverheadProber {
   private timer?: NodeJS.Timeout;
+  private readonly early: NodeJS.Timeout[] = [];
   private running?: Promise<void>;
   private conn?: Redis;
+  private readonly rounds: NodeOverhead[] = [];
+  private readonly linkRounds: LinkProfile[][] = [];
   last?: NodeOverhead;
 
   constructor(
@@ -147,7 +170,7 @@ export class OverheadProber {
     const tick = (): void => {
       if (!this.running) this.running = this.once().then(() => undefined).finally(() => (this.running = undefined));
     };
-    setTimeout(tick, 200).unref();
+    for (const ms of EARLY_ROUNDS_MS) this.early.push(setTimeout(tick, ms).unref());
     this.timer = setInterval(tick, this.opts.everyMs);
     this.timer.unref();
   }
@@ -156,8 +179,12 @@ export class OverheadProber {
   async once(): Promise<NodeOverhead | undefined> {
     const conn = this.conn ?? this.redis;
     try {
-      const o = await measureOverhead(conn, this.keys, this.node, this.opts.samples);
-      const links = await measureHomeLinks(conn, this.keys, this.node, this.opts.homeProbeBytes, this.opts.samples);
+      this.rounds.push(await measureOverhead(conn, this.keys, this.node, this.opts.samples));
+      this.linkRounds.push(await measureHomeLinks(conn, this.keys, this.node, this.opts.homeProbeBytes, this.opts.samples));
+      if (this.rounds.length > ROUNDS_KEPT) this.rounds.shift();
+      if (this.linkRounds.length > ROUNDS_KEPT) this.linkRounds.shift();
+      const o = smooth(this.rounds);
+      const links = [0, 1].map((i) => smoothLink(this.linkRounds.map((r) => r[i]!)));
       const pipe = this.redis.multi().set(this.keys.overhead(this.node), JSON.stringify(o));
       for (const l of links) pipe.set(this.keys.linkFit(l.from, l.to), JSON.stringify(l));
       await pipe.exec();
@@ -171,6 +198,7 @@ export class OverheadProber {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    for (const t of this.early) clearTimeout(t);
     await this.running?.catch(() => undefined);
     this.conn?.disconnect();
   }

@@ -10,6 +10,9 @@
 //   P link:<from>:<to>:loss            list   capped echo-probe rounds (JSON {sent, lost, at}), newest first
 //   P pair:<a>:<b>:probing             string owner of the probe running between a and b (a < b); PX
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
+//   P overhead:<node>                  string NodeOverhead JSON (profilers/overhead: hop and invocation costs)
+//   P link:<node>:home:fit, link:home:<node>:fit  the home's links (profilers/overhead)
+//   P probe...                         the overhead probe's scratch queue and blob (removed after each probe)
 //   P app:<app>:...                    everything of one deployed app (queues, joins, blobs, records, events)
 //   P wave:<app>:...                   distributed WAVE messages of one mapping run
 //   P apps                             set    names of apps that were ever deployed (telemetry discovery)
@@ -34,6 +37,8 @@ export interface Keys {
   /** Held while a bandwidth probe runs between two hosts, in either direction (profilers/network). */
   pairProbe(a: string, b: string): string;
   exec(app: string, node: string, task: string): string;
+  /** NodeOverhead of one node (profilers/overhead). */
+  overhead(node: string): string;
   /** Prefix of every key of one app (for teardown: SCAN `${app(app)}*`). */
   app(app: string): string;
   /** BullMQ prefix for the app's queues (queue names are task names). */
@@ -65,6 +70,7 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     linkLoss: (f, t) => `${p}link:${f}:${t}:loss`,
     pairProbe: (a, b) => (a < b ? `${p}pair:${a}:${b}:probing` : `${p}pair:${b}:${a}:probing`),
     exec: (a, n, t) => `${p}exec:${a}:${n}:${t}`,
+    overhead: (n) => `${p}overhead:${n}`,
     app: (a) => `${p}app:${a}:`,
     queuePrefix: (a) => `${p}app:${a}:q`,
     wave: (a) => `${p}wave:${a}:`,

@@ -195,10 +195,30 @@ export interface ExecProfile {
   inputsHash?: string;
 }
 
+/**
+ * Measured control costs of a node, seconds (profilers/overhead/): what the mapper's model adds to
+ * every task run and every hop besides the task's own time and the link's transfer time.
+ */
+export interface NodeOverhead {
+  node: string;
+  /** An empty hop through the queues (BullMQ job added -> taken by a worker on this node). */
+  hopSec: number;
+  /** A runner's work around one task call on this node: an empty invocation plus its Redis round trips. */
+  invokeSec: number;
+  /** Probes behind the medians. */
+  samples: number;
+  updatedAt: number;
+}
+
 export interface ProfileSnapshot {
   nodes: NodeResources[];
+  /** Links between nodes. */
   links: LinkProfile[];
+  /** The home's links to and from each node (`from` or `to` = `home`; profilers/overhead). */
+  homeLinks?: LinkProfile[];
   exec: ExecProfile[];
+  /** Measured control costs per node (absent in older profiles). */
+  overheads?: NodeOverhead[];
   takenAt: number;
 }
 

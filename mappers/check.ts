@@ -1,7 +1,8 @@
 // Validity checker for schedules: every task scheduled once on a node that can run it for exactly
 // its execution time, every input present before the start (from the predecessor's primary copy
 // or any duplicate of it, plus the transfer time between their nodes), no two slots overlapping
-// on a node, and the makespan equal to the last finish. Duplicates are checked the same way.
+// on a node, and the makespan equal to the last finish (plus its sink hop home, when the problem
+// has home hops; inputs from the home arrive after the source hop). Duplicates are checked the same way.
 import type { Problem } from './problem.js';
 import { comm, compile } from './compile.js';
 import type { DuplicateSlot, MapResult, Slot } from './result.js';
@@ -16,7 +17,12 @@ export function checkSchedule(problem: Problem, result: Pick<MapResult, 'schedul
   const errors: string[] = [];
   const dups = result.duplicates ?? [];
   let last = 0;
-  for (const s of [...Object.values(result.schedule), ...dups]) last = Math.max(last, s.finish);
+  for (const s of dups) last = Math.max(last, s.finish);
+  for (const [name, s] of Object.entries(result.schedule)) {
+    const t = cp.taskIndex.get(name);
+    const p = cp.nodeIndex.get(s.node);
+    last = Math.max(last, s.finish + (t !== undefined && p !== undefined ? (cp.sinkCost[t * cp.P + p] as number) : 0));
+  }
   const eps = 1e-9 * Math.max(1, last);
   const copies = new Map<string, Slot[]>();
   const byNode = new Map<string, Array<{ what: string; start: number; finish: number }>>();
@@ -56,6 +62,8 @@ export function checkSchedule(problem: Problem, result: Pick<MapResult, 'schedul
     const t = cp.taskIndex.get(task);
     const q = cp.nodeIndex.get(s.node);
     if (t === undefined || q === undefined) return;
+    const src = cp.srcReady[t * cp.P + q] as number;
+    if (s.start + eps < src) errors.push(`${what}: starts at ${s.start} before its input from the home arrives at ${src}`);
     for (let i = cp.predStart[t] as number; i < (cp.predStart[t + 1] as number); i++) {
       const u = cp.taskNames[cp.predTask[i] as number] as string;
       let arrive = Infinity;
@@ -77,6 +85,6 @@ export function checkSchedule(problem: Problem, result: Pick<MapResult, 'schedul
       if (b.start + eps < a.finish) errors.push(`node ${node}: ${a.what} and ${b.what} overlap`);
     }
   }
-  if (result.makespan !== undefined && Math.abs(result.makespan - last) > eps) errors.push(`makespan ${result.makespan} is not the last finish ${last}`);
+  if (result.makespan !== undefined && Math.abs(result.makespan - last) > eps) errors.push(`makespan ${result.makespan} is not the last finish (sink hops included) ${last}`);
   return { ok: errors.length === 0, errors };
 }

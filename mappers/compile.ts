@@ -22,7 +22,10 @@ export interface Compiled {
   succStart: Int32Array;
   succTask: Int32Array;
   succBytes: Float64Array;
-  /** Link coefficients per ordered pair p*P+q (diagonal unused: same-node transfer is 0). */
+  /**
+   * Link coefficients per ordered pair p*P+q, the receiving node's hop overhead included in c; the
+   * diagonal is the same-node transfer (0, or the hop overhead).
+   */
   linkA: Float64Array;
   linkB: Float64Array;
   linkC: Float64Array;
@@ -34,6 +37,13 @@ export interface Compiled {
   topo: Int32Array;
   /** Position of each task in `topo`. */
   topoPos: Int32Array;
+  /** Source hop: earliest start of task t on node p (home -> p transfer + hop overhead), t*P+p; 0 without one. */
+  srcReady: Float64Array;
+  /** Sink hop: seconds from t's finish on p until its output is home, t*P+p; 0 without one. */
+  sinkCost: Float64Array;
+  /** Means over the nodes t can run on (ranks). */
+  meanSrc: Float64Array;
+  meanSink: Float64Array;
   /** Resource figures (NaN = unknown). */
   cpu: Float64Array;
   mem: Float64Array;
@@ -41,9 +51,8 @@ export interface Compiled {
 
 const cache = new WeakMap<Problem, Compiled>();
 
-/** Transfer seconds of `bytes` from node p to node q (0 on the same node, never negative). */
+/** Transfer seconds of `bytes` from node p to node q (on the same node: the hop overhead), never negative. */
 export function comm(cp: Compiled, bytes: number, p: number, q: number): number {
-  if (p === q) return 0;
   const k = p * cp.P + q;
   const s = (cp.linkA[k] as number) * bytes * bytes + (cp.linkB[k] as number) * bytes + (cp.linkC[k] as number);
   return s > 0 ? s : 0;
@@ -67,6 +76,8 @@ export function compile(problem: Problem): Compiled {
   const taskIndex = new Map(taskNames.map((t, i) => [t, i]));
   const nodeIndex = new Map(nodeNames.map((n, i) => [n, i]));
 
+  const invoke = Float64Array.from(nodeNames, (n) => problem.invokeOverheadSec?.[n] ?? 0);
+  const hop = Float64Array.from(nodeNames, (n) => problem.hopOverheadSec?.[n] ?? 0);
   const exec = new Float64Array(T * P).fill(Infinity);
   const meanExec = new Float64Array(T);
   for (let t = 0; t < T; t++) {
@@ -76,8 +87,8 @@ export function compile(problem: Problem): Compiled {
     for (const [node, sec] of Object.entries(row)) {
       const p = nodeIndex.get(node);
       if (p === undefined) continue;
-      exec[t * P + p] = sec;
-      sum += sec;
+      exec[t * P + p] = sec + (invoke[p] as number);
+      sum += exec[t * P + p] as number;
       n++;
     }
     meanExec[t] = n ? sum / n : Infinity;
@@ -143,13 +154,19 @@ export function compile(problem: Problem): Compiled {
   let sc = 0;
   for (let p = 0; p < P; p++) {
     for (let q = 0; q < P; q++) {
-      if (p === q) continue;
       const k = p * P + q;
+      if (p === q) {
+        linkA[k] = 0;
+        linkB[k] = 0;
+        linkC[k] = hop[q] as number;
+        continue;
+      }
       if (!set[k]) {
         linkA[k] = def.a;
         linkB[k] = def.b;
         linkC[k] = def.c;
       }
+      linkC[k] = (linkC[k] as number) + (hop[q] as number);
       sa += linkA[k] as number;
       sb += linkB[k] as number;
       sc += linkC[k] as number;
@@ -205,6 +222,43 @@ export function compile(problem: Problem): Compiled {
   }
   if (k !== T) throw new Error('compile: the task graph has a cycle (validate the problem first)');
 
+  const srcReady = new Float64Array(T * P);
+  const sinkCost = new Float64Array(T * P);
+  const meanSrc = new Float64Array(T);
+  const meanSink = new Float64Array(T);
+  const home = problem.home;
+  if (home) {
+    const zero = { a: 0, b: 0, c: 0 };
+    const toNode = nodeNames.map(() => (problem.defaultLink ? quadraticOf(problem.defaultLink) : zero));
+    const toHome = toNode.slice();
+    for (const l of home.links ?? []) {
+      const p = nodeIndex.get(l.node);
+      if (p === undefined) continue;
+      toNode[p] = quadraticOf(l.toNode);
+      toHome[p] = quadraticOf(l.toHome);
+    }
+    const cost = (m: { a: number; b: number; c: number }, b: number): number => Math.max(0, m.a * b * b + m.b * b + m.c);
+    const fill = (list: Array<{ task: string; bytes: number }>, into: Float64Array, means: Float64Array, model: typeof toNode): void => {
+      for (const h of list) {
+        const t = taskIndex.get(h.task);
+        if (t === undefined) continue;
+        let sum = 0;
+        let n = 0;
+        for (let p = 0; p < P; p++) {
+          const v = cost(model[p] as { a: number; b: number; c: number }, h.bytes) + (hop[p] as number);
+          if (v > (into[t * P + p] as number)) into[t * P + p] = v;
+          if ((exec[t * P + p] as number) !== Infinity) {
+            sum += into[t * P + p] as number;
+            n++;
+          }
+        }
+        means[t] = n ? sum / n : 0;
+      }
+    };
+    fill(home.sources, srcReady, meanSrc, toNode);
+    fill(home.sinks, sinkCost, meanSink, toHome);
+  }
+
   const cpu = new Float64Array(P);
   const mem = new Float64Array(P);
   problem.nodes.forEach((n, p) => {
@@ -216,7 +270,7 @@ export function compile(problem: Problem): Compiled {
     problem, T, P, taskNames, nodeNames, taskIndex, nodeIndex, exec, meanExec,
     predStart, predTask, predBytes, succStart, succTask, succBytes,
     linkA, linkB, linkC, meanA: sa / pairs, meanB: sb / pairs, meanC: sc / pairs,
-    topo, topoPos, cpu, mem,
+    topo, topoPos, srcReady, sinkCost, meanSrc, meanSink, cpu, mem,
   };
   cache.set(problem, cp);
   return cp;

@@ -51,21 +51,19 @@ export function arrival(st: ListState, u: number, bytes: number, p: number): num
 /** Earliest time all inputs of t are on node p (its predecessors must be scheduled). */
 export function dataReady(st: ListState, t: number, p: number): number {
   const cp = st.cp;
-  let ready = 0;
+  let ready = cp.srcReady[t * cp.P + p] as number;
   const end = cp.predStart[t + 1] as number;
   if (st.dups.size === 0) {
-    // Hot loop of HEFT: inline the transfer model.
+    // Hot loop of HEFT: inline the transfer model (the diagonal holds the same-node hop cost).
     const P = cp.P;
     for (let i = cp.predStart[t] as number; i < end; i++) {
       const u = cp.predTask[i] as number;
       const q = st.node[u] as number;
       let v = st.finish[u] as number;
-      if (q !== p) {
-        const b = cp.predBytes[i] as number;
-        const k = q * P + p;
-        const c = (cp.linkA[k] as number) * b * b + (cp.linkB[k] as number) * b + (cp.linkC[k] as number);
-        if (c > 0) v += c;
-      }
+      const b = cp.predBytes[i] as number;
+      const k = q * P + p;
+      const c = (cp.linkA[k] as number) * b * b + (cp.linkB[k] as number) * b + (cp.linkC[k] as number);
+      if (c > 0) v += c;
       if (v > ready) ready = v;
     }
     return ready;
@@ -116,7 +114,10 @@ export function place(st: ListState, t: number, p: number, start: number): void 
   occupy(st.busyStart[p] as number[], st.busyFinish[p] as number[], start, finish);
 }
 
-/** Best insertion-based (start, finish) of t over the allowed nodes; ties -> lowest node index. */
+/**
+ * Best insertion-based (start, finish) of t over the allowed nodes, a sink task's output counted
+ * until it is home; ties -> lowest node index.
+ */
 export function bestEft(st: ListState, t: number, allowed?: (p: number) => boolean): { p: number; start: number; finish: number } {
   const cp = st.cp;
   let bp = -1;
@@ -127,7 +128,7 @@ export function bestEft(st: ListState, t: number, allowed?: (p: number) => boole
     if (w === Infinity || (allowed && !allowed(p))) continue;
     const s = findSlot(st, p, dataReady(st, t, p), w);
     const f = s + w;
-    if (f < bf) {
+    if (f + (cp.sinkCost[t * cp.P + p] as number) < bf + (bp < 0 ? 0 : (cp.sinkCost[t * cp.P + bp] as number))) {
       bp = p;
       bs = s;
       bf = f;
@@ -146,7 +147,8 @@ export function toResult(st: ListState, mapper: string): MapResult {
     const node = cp.nodeNames[st.node[t] as number] as string;
     mapping[name] = node;
     schedule[name] = { node, start: st.start[t] as number, finish: st.finish[t] as number };
-    if ((st.finish[t] as number) > makespan) makespan = st.finish[t] as number;
+    const end = (st.finish[t] as number) + (cp.sinkCost[t * cp.P + (st.node[t] as number)] as number);
+    if (end > makespan) makespan = end;
   }
   const duplicates = [];
   for (const [t, copies] of [...st.dups.entries()].sort((a, b) => a[0] - b[0])) {

@@ -17,7 +17,12 @@
 //   latency + bandwidth; a pair without a profile uses the reverse direction's, else defaultLink
 //   (1 ms + 1 Gbit/s).
 // - Resources: cpuMean/memMean (running means, as the original used), else cpuPercent/memPercent.
-import type { AppSpec, Mapping, ProfileSnapshot } from '../config/types.js';
+// - Measured control costs (profiles.overheads): a node's invokeSec becomes its
+//   invokeOverheadSec, its hopSec its hopOverheadSec.
+// - Home hops, when the profile measured any home link or overhead: the entry tasks receive
+//   `sourceBytes` from the home, the tasks listing `home` as a child send it their share of their
+//   output; over the profiled home <-> node links (missing: defaultLink).
+import type { AppSpec, LinkProfile, Mapping, ProfileSnapshot } from '../config/types.js';
 import { HOME } from '../config/types.js';
 import type { LinkModel, Problem, ProblemLink } from './problem.js';
 import { validateProblem } from './problem.js';
@@ -29,10 +34,19 @@ export interface FromProfilesOptions {
   defaultExecSec?: number;
   /** Link model of a pair without a profile in either direction (default 1 ms + 125e6 bytes/s). */
   defaultLink?: LinkModel;
+  /** Bytes the home sends each entry task per item (the source hop; default 1 KiB). */
+  sourceBytes?: number;
 }
 
 export const DEFAULT_EXEC_SEC = 0.001;
 export const DEFAULT_LINK: LinkModel = { latencySec: 0.001, bandwidthBytesPerSec: 125e6 };
+export const DEFAULT_SOURCE_BYTES = 1024;
+
+function modelOf(l: LinkProfile | undefined, fallback: LinkModel): LinkModel {
+  if (l && (l.a !== 0 || l.b !== 0 || l.c !== 0)) return { a: l.a, b: l.b, c: l.c };
+  if (l && l.bandwidthBytesPerSec > 0) return { latencySec: Math.max(0, l.latencySec), bandwidthBytesPerSec: l.bandwidthBytesPerSec };
+  return fallback;
+}
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -66,13 +80,18 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
   }
 
   const edges: Problem['edges'] = [];
+  const sinks: Array<{ task: string; bytes: number }> = [];
+  const hasParent = new Set<string>();
   for (const t of app.dagTasks) {
     const spec = specs.get(t);
     if (!spec) continue;
     const recs = byTask.get(t) ?? [];
     const out = recs.length ? mean(recs.map((r) => r.outputBytes)) : 0;
     const share = spec.broadcast || spec.children.length === 0 ? out : out / spec.children.length;
+    const toHome = spec.children.filter((c) => c === HOME).length;
+    if (toHome) sinks.push({ task: t, bytes: spec.broadcast ? out : share * toHome });
     for (const c of new Set(spec.children)) {
+      if (c !== t && dag.has(c)) hasParent.add(c);
       if (c === HOME || c === t || !dag.has(c)) continue;
       // A child listed k times under FLAG false receives k shares.
       const k = spec.broadcast ? 1 : spec.children.filter((x) => x === c).length;
@@ -80,16 +99,13 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     }
   }
 
-  const prof = new Map(profiles.links.map((l) => [`${l.from}\u0000${l.to}`, l]));
+  const prof = new Map([...profiles.links, ...(profiles.homeLinks ?? [])].map((l) => [`${l.from}\u0000${l.to}`, l]));
+  const defaultLink = opts.defaultLink ?? DEFAULT_LINK;
   const links: ProblemLink[] = [];
   for (const a of nodes) {
     for (const b of nodes) {
       if (a === b) continue;
-      const l = prof.get(`${a}\u0000${b}`) ?? prof.get(`${b}\u0000${a}`);
-      let model: LinkModel = opts.defaultLink ?? DEFAULT_LINK;
-      if (l && (l.a !== 0 || l.b !== 0 || l.c !== 0)) model = { a: l.a, b: l.b, c: l.c };
-      else if (l && l.bandwidthBytesPerSec > 0) model = { latencySec: Math.max(0, l.latencySec), bandwidthBytesPerSec: l.bandwidthBytesPerSec };
-      links.push({ from: a, to: b, model });
+      links.push({ from: a, to: b, model: modelOf(prof.get(`${a}\u0000${b}`) ?? prof.get(`${b}\u0000${a}`), defaultLink) });
     }
   }
 
@@ -109,6 +125,24 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     exec,
     links,
   };
+  const overheads = (profiles.overheads ?? []).filter((o) => nodes.includes(o.node));
+  if (overheads.length) {
+    problem.invokeOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.invokeSec)]));
+    problem.hopOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.hopSec)]));
+  }
+  const homeLinks = nodes.filter((n) => prof.has(`${HOME}\u0000${n}`) || prof.has(`${n}\u0000${HOME}`));
+  if (homeLinks.length || overheads.length) {
+    const sourceBytes = opts.sourceBytes ?? DEFAULT_SOURCE_BYTES;
+    problem.home = {
+      sources: app.dagTasks.filter((t) => !hasParent.has(t)).map((task) => ({ task, bytes: sourceBytes })),
+      sinks,
+      links: homeLinks.map((node) => {
+        const down = prof.get(`${HOME}\u0000${node}`);
+        const up = prof.get(`${node}\u0000${HOME}`);
+        return { node, toNode: modelOf(down ?? up, defaultLink), toHome: modelOf(up ?? down, defaultLink) };
+      }),
+    };
+  }
   const entryNodes: Record<string, string> = {};
   for (const [t, n] of Object.entries(app.inputNode)) if (dag.has(t) && nodes.includes(n)) entryNodes[t] = n;
   if (Object.keys(entryNodes).length) problem.entryNodes = entryNodes;

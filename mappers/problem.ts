@@ -43,6 +43,27 @@ export interface ProblemEdge {
   bytes: number;
 }
 
+/** A link between the home and one node, each direction on its own. */
+export interface ProblemHomeLink {
+  node: string;
+  /** home -> node: the source hop's bytes. */
+  toNode: LinkModel;
+  /** node -> home: the sink hop's bytes. */
+  toHome: LinkModel;
+}
+
+/**
+ * The hops that cross the home's links: per item the home sends `bytes` to each source task
+ * (entry tasks) and each sink task sends `bytes` home. The predicted makespan then runs from the
+ * item leaving the home to its last output arriving there.
+ */
+export interface ProblemHome {
+  sources: Array<{ task: string; bytes: number }>;
+  sinks: Array<{ task: string; bytes: number }>;
+  /** home <-> node links; a node not listed uses `defaultLink` (0 s without one). */
+  links?: ProblemHomeLink[];
+}
+
 export interface Problem {
   /** Task names; order is the tie-breaking order of every mapper. */
   tasks: string[];
@@ -56,6 +77,19 @@ export interface Problem {
   defaultLink?: LinkModel;
   /** WAVE: node that receives an entry task first (input_node.txt). */
   entryNodes?: Record<string, string>;
+  /**
+   * Measured control cost of running a task on a node, seconds, added to every exec time there
+   * (the runner's work around the task's call: taking its inputs, invoking, committing outputs).
+   */
+  invokeOverheadSec?: Record<string, number>;
+  /**
+   * Measured control cost of one hop received on a node, seconds (a delivery through the queues,
+   * empty): added to every transfer into a task on that node, same-node transfers included. The
+   * sink hop pays the sending node's.
+   */
+  hopOverheadSec?: Record<string, number>;
+  /** Source and sink hops over the home's links (optional). */
+  home?: ProblemHome;
 }
 
 const linkModelSchema = {
@@ -74,6 +108,17 @@ const linkModelSchema = {
     },
   ],
 };
+
+const perNodeSeconds = { type: 'object', additionalProperties: { type: 'number', minimum: 0 } } as const;
+const taskBytes = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['task', 'bytes'],
+    additionalProperties: false,
+    properties: { task: { type: 'string' }, bytes: { type: 'number', minimum: 0 } },
+  },
+} as const;
 
 export const problemSchema = {
   $id: 'https://jupiter.dev/schemas/problem.json',
@@ -120,6 +165,26 @@ export const problemSchema = {
     },
     defaultLink: linkModelSchema,
     entryNodes: { type: 'object', additionalProperties: { type: 'string' } },
+    invokeOverheadSec: perNodeSeconds,
+    hopOverheadSec: perNodeSeconds,
+    home: {
+      type: 'object',
+      required: ['sources', 'sinks'],
+      additionalProperties: false,
+      properties: {
+        sources: taskBytes,
+        sinks: taskBytes,
+        links: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['node', 'toNode', 'toHome'],
+            additionalProperties: false,
+            properties: { node: { type: 'string' }, toNode: linkModelSchema, toHome: linkModelSchema },
+          },
+        },
+      },
+    },
   },
 } as const;
 
@@ -188,6 +253,25 @@ export function problemErrors(value: unknown): string[] {
   for (const [t, n] of Object.entries(p.entryNodes ?? {})) {
     if (!tasks.has(t)) errors.push(`/entryNodes/${t}: unknown task "${t}"`);
     if (!nodes.has(n)) errors.push(`/entryNodes/${t}: unknown node "${n}"`);
+  }
+  for (const field of ['invokeOverheadSec', 'hopOverheadSec'] as const) {
+    for (const n of Object.keys(p[field] ?? {})) if (!nodes.has(n)) errors.push(`/${field}/${n}: unknown node "${n}"`);
+  }
+  if (p.home) {
+    for (const side of ['sources', 'sinks'] as const) {
+      const seen = new Set<string>();
+      p.home[side].forEach((h, i) => {
+        if (!tasks.has(h.task)) errors.push(`/home/${side}/${i}/task: unknown task "${h.task}"`);
+        if (seen.has(h.task)) errors.push(`/home/${side}/${i}: task "${h.task}" is listed twice`);
+        seen.add(h.task);
+      });
+    }
+    const seen = new Set<string>();
+    (p.home.links ?? []).forEach((l, i) => {
+      if (!nodes.has(l.node)) errors.push(`/home/links/${i}/node: unknown node "${l.node}"`);
+      if (seen.has(l.node)) errors.push(`/home/links/${i}: node "${l.node}" is listed twice`);
+      seen.add(l.node);
+    });
   }
   const cycle = findCycle(p);
   if (cycle) errors.push(`/edges: the task graph has a cycle: ${cycle.join(' -> ')}`);

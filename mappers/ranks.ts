@@ -2,12 +2,12 @@
 import type { Compiled } from './compile.js';
 import { meanComm } from './compile.js';
 
-/** rank_u(t) = mean exec(t) + max over successors s of (mean comm(t,s) + rank_u(s)). */
+/** rank_u(t) = mean exec(t) + max over successors s of (mean comm(t,s) + rank_u(s)), and of t's mean sink hop. */
 export function upwardRanks(cp: Compiled): Float64Array {
   const rank = new Float64Array(cp.T);
   for (let k = cp.T - 1; k >= 0; k--) {
     const t = cp.topo[k] as number;
-    let best = 0;
+    let best = cp.meanSink[t] as number;
     for (let i = cp.succStart[t] as number; i < (cp.succStart[t + 1] as number); i++) {
       const v = meanComm(cp, cp.succBytes[i] as number) + (rank[cp.succTask[i] as number] as number);
       if (v > best) best = v;
@@ -17,12 +17,12 @@ export function upwardRanks(cp: Compiled): Float64Array {
   return rank;
 }
 
-/** rank_d(t) = max over predecessors u of (rank_d(u) + mean exec(u) + mean comm(u,t)). */
+/** rank_d(t) = max over predecessors u of (rank_d(u) + mean exec(u) + mean comm(u,t)), and t's mean source hop. */
 export function downwardRanks(cp: Compiled): Float64Array {
   const rank = new Float64Array(cp.T);
   for (let k = 0; k < cp.T; k++) {
     const t = cp.topo[k] as number;
-    let best = 0;
+    let best = cp.meanSrc[t] as number;
     for (let i = cp.predStart[t] as number; i < (cp.predStart[t + 1] as number); i++) {
       const u = cp.predTask[i] as number;
       const v = (rank[u] as number) + (cp.meanExec[u] as number) + meanComm(cp, cp.predBytes[i] as number);

@@ -21,7 +21,7 @@ export interface MapResult {
   schedule: Record<string, Slot>;
   /** Extra copies (only heft-dup makes them); always present, usually empty. */
   duplicates: DuplicateSlot[];
-  /** Predicted time from the first start (0) to the last finish, seconds. */
+  /** Predicted time from the first start (0) to the last finish, seconds; with home hops, from the item leaving the home (0) to its last output arriving there. */
   makespan: number;
   /** How the result was obtained when it is not obvious (best: the winning mapper, local search). */
   origin?: string;

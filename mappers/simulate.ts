@@ -46,7 +46,7 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
   const list = new Int32Array(T);
   const inputsReady = (nodeOf: Int32Array, t: number): number => {
     const p = nodeOf[t] as number;
-    let r = 0;
+    let r = cp.srcReady[t * P + p] as number;
     for (let i = cp.predStart[t] as number; i < (cp.predStart[t + 1] as number); i++) {
       const u = cp.predTask[i] as number;
       const v = (finish[u] as number) + comm(cp, cp.predBytes[i] as number, nodeOf[u] as number, p);
@@ -69,7 +69,8 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
         const w = cp.exec[t * P + p] as number;
         const s = slot(bs[p] as number[], bf[p] as number[], inputsReady(nodeOf, t), w);
         finish[t] = s + w;
-        if (s + w > makespan) makespan = s + w;
+        const end = s + w + (cp.sinkCost[t * P + p] as number);
+        if (end > makespan) makespan = end;
       }
       return makespan;
     };
@@ -80,7 +81,7 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
     for (let t = 0; t < T; t++) {
       remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
       if (remaining[t] === 0) {
-        readyAt[t] = 0;
+        readyAt[t] = cp.srcReady[t * P + (nodeOf[t] as number)] as number;
         list[n++] = t;
       }
     }
@@ -104,7 +105,8 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
       start[bt] = bsv;
       finish[bt] = f;
       nodeFree[p] = f;
-      if (f > makespan) makespan = f;
+      const end = f + (cp.sinkCost[bt * P + p] as number);
+      if (end > makespan) makespan = end;
       for (let i = cp.succStart[bt] as number; i < (cp.succStart[bt + 1] as number); i++) {
         const s = cp.succTask[i] as number;
         if (--(remaining[s] as number) === 0) {
@@ -150,7 +152,10 @@ export function simulateCompiled(cp: Compiled, nodeOf: Int32Array, policy: SimPo
   const list: number[] = [];
   for (let t = 0; t < cp.T; t++) {
     remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
-    if (remaining[t] === 0) list.push(t);
+    if (remaining[t] === 0) {
+      readyAt[t] = cp.srcReady[t * cp.P + (nodeOf[t] as number)] as number;
+      list.push(t);
+    }
   }
   while (list.length) {
     let bi = 0;

@@ -20,11 +20,9 @@
 //             duplicates at the sink over the whole stream.
 // Writes bench/results/adapt-remap.json and .svg (throughput and makespan over time, with the
 // change, its detection and the re-map marked).
-import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import { loadClusterConfig } from '../../config/cluster/load.js';
@@ -39,11 +37,10 @@ import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js
 import { readProfiles } from '../../orchestrator/profiles/read.js';
 import { renderTable } from '../../orchestrator/report/table.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
+import { jupiter, repoRoot } from '../cli.js';
 import { timelineSvg } from './timeline-svg.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..', '..', '..');
-const cli = join(repo, 'bin', 'jupiter.js');
+const repo = repoRoot;
 const num = (v: string | undefined, d: number): number => (v && Number(v) > 0 ? Number(v) : d);
 const WINDOW = num(process.env.BENCH_WINDOW, 4);
 const BEFORE_SEC = num(process.env.BENCH_BEFORE_SEC, 25);
@@ -66,17 +63,6 @@ const median = (xs: number[]): number => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
-
-function jupiter(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return new Promise((res, rej) => {
-    const c = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    c.on('close', (code) => (code === 0 ? res(out) : rej(new Error(`jupiter ${args.join(' ')} exited ${code}:\n${err.trim().split('\n').slice(-8).join('\n')}`))));
-  });
-}
 
 /** The camera app with capture pinned to node1 (the camera) and track to node2; detect is the mapper's. */
 function cameraApp(parent: string): string {

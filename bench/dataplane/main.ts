@@ -37,6 +37,7 @@ import { submitItems } from '../../circe/home/source.js';
 import { itemResults } from '../../circe/home/wait.js';
 import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js';
 import { renderTable } from '../../orchestrator/report/table.js';
+import { jupiter } from '../cli.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
 import { AGENT_PORT } from '../../orchestrator/testbed/cluster-config.js';
 import { DEFAULT_PREFIX } from '../../config/redis-keys.js';
@@ -70,21 +71,6 @@ const median = (xs: number[]): number => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
-
-function jupiter(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  return new Promise((res, rej) => {
-    const c = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    c.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-      // The CLI's own progress lines (steps), indented under ours.
-      for (const l of d.toString().split('\n')) if (/^[✔✖]/.test(l.trim())) process.stderr.write(`         ${l.trim()}\n`);
-    });
-    c.on('exit', (code) => (code === 0 ? res(out) : rej(new Error(`jupiter ${args.join(' ')} exited ${code}\n${out}\n${err}`))));
-  });
-}
 
 // ---- the testbed's htb classes: rates and byte counters -------------------------------------
 

@@ -30,10 +30,11 @@ function evaluate(st: ListState, t: number, p: number): Option | undefined {
   if (w === Infinity) return undefined;
   const bs = st.busyStart[p] as number[];
   const bf = st.busyFinish[p] as number[];
-  let ready = 0;
+  // Inputs from the home (source hop) come first.
+  let ready = cp.srcReady[t * cp.P + p] as number;
   let crit = -1;
   let critArrive = -Infinity;
-  let rest = 0;
+  let rest = ready;
   for (let i = cp.predStart[t] as number; i < (cp.predStart[t + 1] as number); i++) {
     const u = cp.predTask[i] as number;
     const a = arrival(st, u, cp.predBytes[i] as number, p);
@@ -70,7 +71,9 @@ export function heftDup(problem: Problem, _opts: MapperOptions = {}): MapResult 
     let best: Option | undefined;
     for (let p = 0; p < cp.P; p++) {
       const o = evaluate(st, t, p);
-      if (o && (!best || o.finish < best.finish)) best = o;
+      // A sink task's output counts until it is home.
+      const end = (x: Option): number => x.finish + (cp.sinkCost[t * cp.P + x.p] as number);
+      if (o && (!best || end(o) < end(best))) best = o;
     }
     const b = best as Option;
     if (b.dup) {

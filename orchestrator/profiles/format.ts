@@ -39,6 +39,22 @@ function formatFaults(view: ProfileView): string[] {
   return [`Network faults (${faults.length}), from echo-probe loss of the last minute`, t.toString(), ''];
 }
 
+/** Measured control costs per node and the node's links with the home (profilers/overhead). */
+function formatOverheads(view: ProfileView, now: number): string[] {
+  const { overheads = [], homeLinks = [] } = view.snapshot;
+  if (overheads.length === 0 && homeLinks.length === 0) return [];
+  const link = (from: string, to: string): string => {
+    const l = homeLinks.find((x) => x.from === from && x.to === to);
+    return l ? `${(l.latencySec * 1000).toFixed(2)} ms + ${fmtRate(l.bandwidthBytesPerSec)}` : '-';
+  };
+  const t = newTable(['node', 'hop (empty)', 'invocation (empty)', 'home -> node', 'node -> home', 'age']);
+  for (const a of view.agents) {
+    const o = overheads.find((x) => x.node === a.node);
+    t.push([a.node, o ? `${(o.hopSec * 1000).toFixed(2)} ms` : '-', o ? `${(o.invokeSec * 1000).toFixed(2)} ms` : '-', link('home', a.node), link(a.node, 'home'), o ? fmtAge(now - o.updatedAt) : '-']);
+  }
+  return ['Control costs the mapper adds per hop and per task, and the home\'s links (measured by each agent)', t.toString(), ''];
+}
+
 const sci = (x: number) => (x === 0 ? '0' : x.toExponential(3));
 
 export function formatProfileView(view: ProfileView, now = Date.now()): string {
@@ -73,6 +89,7 @@ export function formatProfileView(view: ProfileView, now = Date.now()): string {
   out.push(`Links (seconds = a·bytes² + b·bytes + c): ${snapshot.links.length} fitted${missing.length ? `, ${missing.length} not yet: ${missing.join(', ')}` : ''}`);
   if (snapshot.links.length > 0) out.push(links.toString());
   out.push('');
+  out.push(...formatOverheads(view, now));
   out.push(...formatFaults(view));
 
   const apps = [...new Set(snapshot.exec.map((e) => e.app))].sort();

@@ -4,7 +4,8 @@
 import { scanKeys } from '../../circe/queue/connection.js';
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
-import type { ExecProfile, LinkProfile, NodeResources, ProfileSnapshot } from '../../config/types.js';
+import type { ExecProfile, LinkProfile, NodeOverhead, NodeResources, ProfileSnapshot } from '../../config/types.js';
+import { HOME } from '../../config/types.js';
 import { liveAgents, type AgentRegistration } from '../../profilers/agent/registry.js';
 import { readNetworkHealth, type NetworkHealth } from './faults.js';
 
@@ -40,6 +41,7 @@ export async function readProfileView(redis: Redis, opts: ReadProfilesOptions = 
   const live = new Set(names);
   const nodes: NodeResources[] = [];
   const links: LinkProfile[] = [];
+  const overheads: NodeOverhead[] = [];
   if (names.length > 0) {
     const res = await redis.pipeline(names.map((n) => ['hget', keys.resources(n), 'json'])).exec();
     (res ?? []).forEach(([, raw]) => {
@@ -55,6 +57,18 @@ export async function readProfileView(redis: Redis, opts: ReadProfilesOptions = 
       }
     }
   }
+  const homeLinks: LinkProfile[] = [];
+  if (names.length > 0) {
+    for (const raw of await redis.mget(names.map((n) => keys.overhead(n)))) {
+      const o = parseJson<NodeOverhead>(raw);
+      if (o) overheads.push(o);
+    }
+    // Each live node's two links with the home (profilers/overhead).
+    for (const raw of await redis.mget(names.flatMap((n) => [keys.linkFit(n, HOME), keys.linkFit(HOME, n)]))) {
+      const l = parseJson<LinkProfile>(raw);
+      if (l) homeLinks.push(l);
+    }
+  }
   const exec: ExecProfile[] = [];
   const execKeys = await scanSorted(redis, `${escapeGlob(keys.prefix)}exec:*`);
   if (execKeys.length > 0) {
@@ -64,7 +78,7 @@ export async function readProfileView(redis: Redis, opts: ReadProfilesOptions = 
     }
   }
   const health = await readNetworkHealth(redis, keys, names);
-  return { agents, snapshot: { nodes, links, exec, takenAt: Date.now() }, health };
+  return { agents, snapshot: { nodes, links, exec, ...(overheads.length ? { overheads } : {}), ...(homeLinks.length ? { homeLinks } : {}), takenAt: Date.now() }, health };
 }
 
 /** The ProfileSnapshot of live nodes only. */

@@ -10,6 +10,7 @@ import { runtimeError } from '../../config/errors.js';
 import { LossProber, defaultLossOptions, type LossOptions } from '../faults/loss-prober.js';
 import { ProbeServer } from '../network/probe-server.js';
 import { NetworkProfiler, defaultNetworkOptions, type NetworkOptions } from '../network/profiler.js';
+import { OverheadProber, defaultOverheadOptions, type OverheadOptions } from '../overhead/prober.js';
 import { ResourceProfiler, defaultResourceOptions, type ResourceOptions } from '../resource/profiler.js';
 import { DEFAULT_HEARTBEAT_MS, deregister, heartbeat, liveAgents, type AgentRegistration } from './registry.js';
 import type { AgentMessage } from './inbox.js';
@@ -40,6 +41,8 @@ export interface AgentOptions {
   /** Echo-probe loss measurement for failure localisation (false: off). */
   loss?: Partial<LossOptions> | false;
   resource?: Partial<ResourceOptions>;
+  /** Hop and invocation costs and the home's links (profilers/overhead; false: off). */
+  overhead?: Partial<OverheadOptions> | false;
   handlers?: Record<string, MessageHandler>;
   log?: (line: string) => void;
 }
@@ -53,6 +56,7 @@ export class Agent {
   private network?: NetworkProfiler;
   private loss?: LossProber;
   private resources?: ResourceProfiler;
+  private overhead?: OverheadProber;
   private reg?: AgentRegistration;
   private beatTimer?: NodeJS.Timeout;
   private inboxLoop?: Promise<void>;
@@ -127,6 +131,10 @@ export class Agent {
     this.network.setPeers(this.live);
     this.loss?.setPeers(this.live);
     this.loss?.start();
+    if (o.overhead !== false) {
+      this.overhead = new OverheadProber(redis, this.keys, this.node, { ...defaultOverheadOptions(), ...o.overhead }, this.log);
+      this.overhead.start();
+    }
 
     this.inboxConn = redis.duplicate();
     this.inboxConn.on('error', () => undefined);
@@ -198,7 +206,7 @@ export class Agent {
     clearInterval(this.beatTimer);
     this.resources?.stop();
     this.inboxConn?.disconnect();
-    await Promise.allSettled([this.network?.stop(), this.loss?.stop(), this.inboxLoop, this.server.close()]);
+    await Promise.allSettled([this.network?.stop(), this.loss?.stop(), this.overhead?.stop(), this.inboxLoop, this.server.close()]);
     await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 2000))]);
     try {
       await deregister(this.redis!, this.keys, this.node);

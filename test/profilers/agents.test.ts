@@ -46,6 +46,32 @@ describe('profilers: three agents on loopback', function () {
     expect(view.snapshot.links).to.have.length(6);
   });
 
+  it('each agent measures its hop and invocation overheads and its links with the home; `jupiter profile` shows them', async () => {
+    const snap = await waitFor('overheads and home links of every node', async () => {
+      const s = (await readProfileView(rig.client)).snapshot;
+      return s.overheads?.length === 3 && s.homeLinks?.length === 6 && s;
+    }, 30_000, 100);
+    for (const o of snap.overheads!) {
+      // An empty hop through BullMQ and an empty call cost something, and far less than a second here.
+      expect(o.hopSec, o.node).to.be.within(1e-5, 1);
+      expect(o.invokeSec, o.node).to.be.within(1e-5, 1);
+      expect(o.samples).to.be.greaterThan(0);
+    }
+    for (const n of NODES) {
+      for (const [from, to] of [[n, 'home'], ['home', n]]) {
+        const l = snap.homeLinks!.find((x) => x.from === from && x.to === to);
+        expect(l, `${from} -> ${to}`).to.not.equal(undefined);
+        expect(l!.bandwidthBytesPerSec).to.be.greaterThan(0);
+      }
+    }
+    // The node-to-node link matrix is unchanged; the scratch queue and blob are gone.
+    expect(snap.links).to.have.length(6);
+    expect(await rig.client.keys('jupiter:probe*')).to.deep.equal([]);
+    const text = await runCli(['profile'], { env: rig.env });
+    expect(text.stdout).to.match(/Control costs the mapper adds per hop and per task/);
+    expect(text.stdout).to.match(/node1 +│? *\d+\.\d+ ms/);
+  });
+
   it('`jupiter profile exec` records duration and output volume of every task on every node', async () => {
     const r = await runCli(['profile', 'exec', 'dummy'], { env: rig.env, timeoutMs: 120_000 });
     expect(r.code, r.stderr + r.stdout).to.equal(0);

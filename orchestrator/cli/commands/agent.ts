@@ -22,6 +22,7 @@ interface AgentFlags {
   lossCount: string;
   probeTimeout: string;
   resourceInterval: string;
+  overheadInterval: string;
 }
 
 function positive(name: string, v: string, integer = false): number {
@@ -78,6 +79,7 @@ export function register(program: Command): void {
     .option('--loss-count <n>', 'echo packets per peer per loss round', '100')
     .option('--probe-timeout <seconds>', 'a probe that takes longer fails (a cut link is seen after this long)', '60')
     .option('--resource-interval <seconds>', 'period of the resource profiler', '2')
+    .option('--overhead-interval <seconds>', 'period of the hop/invocation overhead and home-link probes (the mapper\'s control costs); 0 = off', '60')
     .action(action(async (flags: AgentFlags) => {
       if (!SAFE_NAME.test(flags.node)) {
         throw inputError(`--node ${JSON.stringify(flags.node)} is not a valid node name`, { hint: 'use letters, digits, _ . - (starting with a letter or digit)' });
@@ -90,6 +92,7 @@ export function register(program: Command): void {
       const lossMs = flags.lossInterval === '0' ? 0 : positive('loss-interval', flags.lossInterval) * 1000;
       const lossCount = positive('loss-count', flags.lossCount, true);
       const timeoutMs = positive('probe-timeout', flags.probeTimeout) * 1000;
+      const overheadMs = flags.overheadInterval === '0' ? 0 : positive('overhead-interval', flags.overheadInterval) * 1000;
       const [{ Agent }, { defaultHandlers }, { resolveRedis }] = await Promise.all([
         import('../../../profilers/agent/agent.js'), import('../../../profilers/agent/handlers.js'), import('../../connect.js'),
       ]);
@@ -107,6 +110,7 @@ export function register(program: Command): void {
         network: { sizes, bootstrapRounds, refreshMs, timeoutMs, budget: probeBudget(flags.probeBudget, target.cluster.profiling?.probeBudget) },
         loss: lossMs > 0 ? { intervalMs: lossMs, count: lossCount } : false,
         resource: { intervalMs: resourceMs },
+        overhead: overheadMs > 0 ? { everyMs: overheadMs } : false,
         handlers: defaultHandlers(),
       });
       await agent.start();

@@ -60,7 +60,7 @@ async function readProfilesFile(file: string): Promise<ProfileSnapshot> {
   if (!v || typeof v !== 'object' || !Array.isArray(v.nodes) || !Array.isArray(v.links) || !Array.isArray(v.exec)) {
     throw inputError('a profiles file needs arrays "nodes", "links" and "exec"', { file, line: 1, hint: 'see ProfileSnapshot in config/types.ts' });
   }
-  return { takenAt: v.takenAt ?? Date.now(), nodes: v.nodes, links: v.links, exec: v.exec };
+  return { takenAt: v.takenAt ?? Date.now(), nodes: v.nodes, links: v.links, exec: v.exec, ...(v.overheads ? { overheads: v.overheads } : {}), ...(v.homeLinks ? { homeLinks: v.homeLinks } : {}) };
 }
 
 async function readProblemFile(file: string): Promise<Problem> {

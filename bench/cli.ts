@@ -1,0 +1,22 @@
+// The real `jupiter` CLI from a bench, as a child process: its output, and its own progress lines
+// (steps) shown indented under the bench's. Shared by the testbed benches.
+import { spawn } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cli = join(repoRoot, 'bin', 'jupiter.js');
+
+export function jupiter(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  return new Promise((res, rej) => {
+    const c = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    c.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      for (const l of d.toString().split('\n')) if (/^[✔✖]/.test(l.trim())) process.stderr.write(`         ${l.trim()}\n`);
+    });
+    c.on('exit', (code) => (code === 0 ? res(out) : rej(new Error(`jupiter ${args.join(' ')} exited ${code}\n${out}\n${err}`))));
+  });
+}

@@ -1,0 +1,144 @@
+// bench:fidelity, part `dag`: a generated N-task app (bench/scale's ccrapp style: no-op-sized Python
+// tasks, a random layered DAG) on the embedded default's shape: three logical nodes on this machine,
+// the process runtime, a private Redis. The profile is built the way the agents build it: an
+// execution profile per node (profileApp), the control costs and the home's links per node
+// (profilers/overhead: measureOverhead, measureHomeLinks). HEFT maps on it; the runners start where
+// it says; then BENCH_ITEMS items one at a time: measured p50 against the prediction with the
+// measured costs, and against the model without them (what `deploy` predicted before).
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { loadApp } from '../../config/app/load.js';
+import { HOME, type AppSpec, type ClusterConfig, type ProfileSnapshot } from '../../config/types.js';
+import { redisKeys } from '../../config/redis-keys.js';
+import { RedisServer } from '../../orchestrator/stack/redis-server.js';
+import { appKeys, configureApp, connectRedis, submitItems, teardownAppKeys, waitForItems } from '../../circe/index.js';
+import { ProcessRuntime } from '../../circe/runtime/process.js';
+import type { RunnerSpec } from '../../circe/runtime/types.js';
+import { profileApp } from '../../profilers/exec/profile-app.js';
+import { measureHomeLinks, measureOverhead } from '../../profilers/overhead/prober.js';
+import { mappers, problemFromProfiles } from '../../mappers/index.js';
+import { writeCcrApp } from '../scale/ccr-app.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+
+const NODES = ['node1', 'node2', 'node3'];
+const PREFIX = 'jbenchfid:';
+
+export interface DagRow {
+  tasks: number;
+  mapper: string;
+  predictedMs: number;
+  /** The same mapping under the model without the measured costs (no overheads, no home hops). */
+  predictedWithoutCostsMs: number;
+  measuredP50Ms: number;
+  ratio: number;
+  overheads: { hopMs: number; invokeMs: number };
+  /** What the runtime records say an item paid (medians over tasks and items, ms): a task's start after its last input's finish, a task's run. */
+  observed: { hopMs: number; runMs: number; profiledExecMs: number };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function waitReady(redis: Redis, app: AppSpec, timeoutMs: number): Promise<void> {
+  const key = appKeys(PREFIX, app.name).ready;
+  const want = [...app.dagTasks, HOME];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const h = await redis.hgetall(key);
+    if (want.every((t) => h[t])) return;
+    if (Date.now() > deadline) throw new Error(`${app.name}: runners not ready within ${timeoutMs} ms (${want.filter((t) => !h[t]).length} missing)`);
+    await sleep(100);
+  }
+}
+
+/** Profile, map, run: one row per task count. */
+export async function dagFidelity(root: string, sizes: number[], items: number, log: (m: string) => void): Promise<DagRow[]> {
+  const server = await new RedisServer({ dir: join(root, 'redis') }).start();
+  const redis = connectRedis(server.url);
+  const cluster = { stateDir: join(root, '.jupiter') } as ClusterConfig;
+  const runtime = new ProcessRuntime({ runsDir: join(root, 'runs'), stopGraceSec: 20 });
+  const keys = redisKeys(PREFIX);
+  const rows: DagRow[] = [];
+  try {
+    // The control costs and home links of each logical node, one node after the other, as its agent measures them.
+    const overheads = [];
+    const homeLinks = [];
+    for (const n of NODES) {
+      overheads.push(await measureOverhead(redis, keys, n, 7));
+      homeLinks.push(...(await measureHomeLinks(redis, keys, n, [16 * 1024, 256 * 1024], 7)));
+    }
+    const hopMs = median(overheads.map((o) => o.hopSec)) * 1000;
+    const invokeMs = median(overheads.map((o) => o.invokeSec)) * 1000;
+    log(`  measured per node: empty hop ${hopMs.toFixed(2)} ms, empty invocation ${invokeMs.toFixed(2)} ms`);
+    for (const size of sizes) {
+      const app = await loadApp(writeCcrApp(root, `fidccr${size}`, { tasks: size, seed: 17 }));
+      log(`dag: ${size} tasks: execution profile on ${NODES.length} nodes ...`);
+      const res = await Promise.all(NODES.map((n) => profileApp(app, n, { workDir: root })));
+      const now = Date.now();
+      const snap: ProfileSnapshot = {
+        takenAt: now,
+        nodes: NODES.map((node) => ({ node, cpuPercent: 10, cpuMean: 10, memPercent: 10, memMean: 10, cores: 2, load1: 0, freeMemBytes: 1e9, updatedAt: now })),
+        links: [],
+        exec: res.flatMap((r) => r.profiles),
+        overheads,
+        homeLinks,
+      };
+      const problem = problemFromProfiles(app, snap, { nodes: NODES });
+      const bare = problemFromProfiles(app, { ...snap, overheads: undefined, homeLinks: undefined }, { nodes: NODES });
+      const r = mappers.heft!(problem);
+      const { simulate } = await import('../../mappers/index.js');
+      const without = simulate(bare, r.mapping).makespan;
+      log(`  HEFT: predicted ${(r.makespan * 1000).toFixed(1)} ms (without the measured costs ${(without * 1000).toFixed(1)} ms); starting ${size} runners + sink ...`);
+      await configureApp(redis, PREFIX, app.name, {});
+      const spec = (task: string, node: string): RunnerSpec => ({ app: app.name, task, node, runId: 'bench', redisUrl: server.url, redisPrefix: PREFIX });
+      await Promise.all([
+        runtime.start(app, [spec(HOME, HOME)], cluster),
+        runtime.start(app, app.tasks.map((t) => spec(t.name, r.mapping[t.name] ?? NODES[0]!)), cluster),
+      ]);
+      try {
+        await waitReady(redis, app, 300_000);
+        const dir = join(root, 'in', app.name);
+        mkdirSync(dir, { recursive: true });
+        const ms: number[] = [];
+        const hops: number[] = [];
+        const runs: number[] = [];
+        const parentsOf = new Map<string, string[]>();
+        for (const t of app.tasks) for (const c of t.children) if (c !== HOME) parentsOf.set(c, [...(parentsOf.get(c) ?? []), t.name]);
+        for (let i = 0; i < items + 2; i++) {
+          const f = join(dir, `${i + 1}x.txt`);
+          writeFileSync(f, `item ${i + 1}\n`);
+          const [it] = await submitItems(redis, PREFIX, app, [f], { runId: 'bench' });
+          const [done] = await waitForItems(redis, PREFIX, app.name, [it!.item], { timeoutMs: 120_000, pollMs: 5 });
+          if (!done?.done || done.failed) throw new Error(`${app.name}: item ${it!.item} not delivered`);
+          const span = Number(await redis.hget(appKeys(PREFIX, app.name).item(it!.item), 'makespanMs'));
+          if (i < 2) continue; // two warm-up items
+          ms.push(span);
+          const rt = await redis.hgetall(appKeys(PREFIX, app.name).rt(it!.item));
+          const at = (t: string, f: string): number => Number(rt[`${t}|${f}`]);
+          for (const t of app.tasks.filter((x) => x.isDag)) {
+            runs.push(at(t.name, 'finish') - at(t.name, 'start'));
+            const ps = parentsOf.get(t.name) ?? [];
+            if (ps.length) hops.push(at(t.name, 'start') - Math.max(...ps.map((p) => at(p, 'finish'))));
+          }
+        }
+        const measured = median(ms);
+        const observed = { hopMs: median(hops), runMs: median(runs), profiledExecMs: median(snap.exec.map((e) => e.durationSec * 1000)) };
+        const row = { tasks: size, mapper: 'heft', predictedMs: r.makespan * 1000, predictedWithoutCostsMs: without * 1000, measuredP50Ms: measured, ratio: measured / (r.makespan * 1000), overheads: { hopMs, invokeMs }, observed };
+        log(`  runtime records: a task starts ${observed.hopMs.toFixed(1)} ms after its last input's finish (p50), runs ${observed.runMs.toFixed(1)} ms (profiled ${observed.profiledExecMs.toFixed(2)} ms)`);
+        log(`  ${items} isolated items: p50 ${measured.toFixed(1)} ms = ${row.ratio.toFixed(2)}x the prediction (${(measured / row.predictedWithoutCostsMs).toFixed(1)}x the model without costs)`);
+        rows.push(row);
+      } finally {
+        await runtime.teardown(app.name, cluster).catch(() => undefined);
+        await teardownAppKeys(redis, PREFIX, app.name).catch(() => undefined);
+      }
+    }
+  } finally {
+    await redis.quit().catch(() => undefined);
+    await server.stop();
+  }
+  return rows;
+}

@@ -1,0 +1,269 @@
+// npm run bench:fidelity — issue 12's model-fidelity acceptance, as root, through the real CLI:
+//   testbed  the `edge-fog-cloud` preset (4 edge hosts at 20 Mbit/s with 0.5 CPU, 2 fog at 100
+//            Mbit/s, 1 cloud at 1 Gbit/s, the home behind 10 Mbit/s), brought up once
+//   per app (apps/dummy, apps/camera) and mapper (heft, best, wave-greedy), one after the other:
+//            `deploy <app> --mapper m --data-path direct --runtime docker --wait` (the mapper runs
+//            on the live profiles: links, the home's links, measured hop and invocation costs,
+//            execution profiles), the mapping record's predicted makespan, then closed loop:
+//            BENCH_ITEMS items one at a time (send one, wait for it at the sink, repeat), after
+//            BENCH_WARM warm-up items; measured = p50 of the items' makespan (entry at the home
+//            -> done at the sink, runtime records); then teardown
+//   table    mapper, app, predicted, measured p50, measured/predicted, within ±25%?
+// Environment: BENCH_ITEMS (10), BENCH_WARM (2), BENCH_APPS (dummy,camera), BENCH_MAPPERS
+// (heft,best,wave-greedy), BENCH_PATHS (direct; add central to measure both), BENCH_RESULTS
+// (bench/results/fidelity.json), BENCH_TESTBED_DIR (an edge-fog-cloud testbed already up: used,
+// and left up).
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Redis } from 'ioredis';
+import { loadApp } from '../../config/app/load.js';
+import type { AppSpec } from '../../config/types.js';
+import { DEFAULT_PREFIX } from '../../config/redis-keys.js';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { appKeys } from '../../circe/queue/keys.js';
+import { execOrThrow } from '../../circe/queue/transport.js';
+import { submitItems } from '../../circe/home/source.js';
+import { itemResults } from '../../circe/home/wait.js';
+import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js';
+import { readProfiles } from '../../orchestrator/profiles/read.js';
+import { renderTable } from '../../orchestrator/report/table.js';
+import type { TestbedState } from '../../orchestrator/testbed/state.js';
+import { jupiter, repoRoot } from '../cli.js';
+import { dagFidelity, type DagRow } from './dag.js';
+
+const num = (v: string | undefined, d: number): number => (v && Number(v) > 0 ? Number(v) : d);
+const list = (v: string | undefined, d: string): string[] => (v ?? d).split(',').map((s) => s.trim()).filter(Boolean);
+const ITEMS = num(process.env.BENCH_ITEMS, 10);
+const WARM = num(process.env.BENCH_WARM, 2);
+const APPS = list(process.env.BENCH_APPS, 'dummy,camera');
+const MAPPERS = list(process.env.BENCH_MAPPERS, 'heft,best,wave-greedy');
+const PATHS = list(process.env.BENCH_PATHS, 'direct');
+const PARTS = list(process.env.BENCH_PARTS, 'testbed,dag');
+const DAG_SIZES = list(process.env.BENCH_DAG_TASKS, '60,150').map(Number);
+/** Acceptance of the generated DAGs: within ±50%. */
+const DAG_TOLERANCE = 0.5;
+/** Acceptance: measured p50 within ±25% of the prediction. */
+const TOLERANCE = 0.25;
+const ENTRY_HOST = 'edge1';
+
+const T0 = performance.now();
+const log = (m: string): void => {
+  process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`);
+};
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]): number => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+/** Distinct inputs per item (ids are deterministic: the same input twice is the same item). */
+function inputs(dir: string, app: string, tag: string, n: number): string[] {
+  mkdirSync(dir, { recursive: true });
+  return Array.from({ length: n }, (_, i) => {
+    if (app === 'camera') {
+      const f = join(dir, `${tag}${String(i).padStart(3, '0')}.trigger`);
+      writeFileSync(f, `${JSON.stringify({ camera: 'cam0', frame: i, seed: 7 })}\n`);
+      return f;
+    }
+    const f = join(dir, `${tag}${String(i).padStart(3, '0')}.ipsum`);
+    writeFileSync(f, `fidelity ${tag} item ${i}: lorem ipsum dolor sit amet\n`);
+    return f;
+  });
+}
+
+/**
+ * The app under its own name in the bench's folder, its entry tasks' input node (WAVE: who receives
+ * them first) an edge host of the testbed, where a camera would be: the apps name node1, which this
+ * testbed does not have. Same name, so the agents profile it from the apps of their image.
+ */
+function appCopy(work: string, app: string): string {
+  const dir = join(work, 'apps', app);
+  if (!existsSync(dir)) {
+    cpSync(join(repoRoot, 'apps', app), dir, { recursive: true });
+    const f = join(dir, 'input_node.txt');
+    if (existsSync(f)) writeFileSync(f, readFileSync(f, 'utf8').replace(/\bnode1\b/g, ENTRY_HOST));
+  }
+  return dir;
+}
+
+interface Ctx {
+  redis: Redis;
+  prefix: string;
+  app: AppSpec;
+  runId: string;
+}
+
+interface ItemTimes {
+  makespanMs: number;
+  /** Per task: ms from the item's entry to its job's creation (enter), start and finish (runtime records). */
+  tasks: Record<string, { enter: number; start: number; finish: number }>;
+}
+
+/** One item at a time: send it, wait until the sink has it, then the next. */
+async function isolated(ctx: Ctx, files: string[], label: string): Promise<ItemTimes[]> {
+  const out: ItemTimes[] = [];
+  const k = appKeys(ctx.prefix, ctx.app.name);
+  for (const f of files) {
+    const [it] = await submitItems(ctx.redis, ctx.prefix, ctx.app, [f], { runId: ctx.runId });
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const [r] = await itemResults(ctx.redis, ctx.prefix, ctx.app.name, [it!.item]);
+      if (r?.done) {
+        if (r.failed) throw new Error(`${label}: item ${r.item} failed: ${r.error ?? ''}`);
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`${label}: item ${it!.item} not done after 120 s`);
+      await sleep(3);
+    }
+    const [item, rt] = (await execOrThrow(ctx.redis.pipeline().hmget(k.item(it!.item), 'enteredAt', 'makespanMs').hgetall(k.rt(it!.item)))) as [Array<string | null>, Record<string, string>];
+    const entered = Number(item[0]);
+    const tasks: ItemTimes['tasks'] = {};
+    for (const t of ctx.app.dagTasks) tasks[t] = { enter: Number(rt[`${t}|enter`]) - entered, start: Number(rt[`${t}|start`]) - entered, finish: Number(rt[`${t}|finish`]) - entered };
+    out.push({ makespanMs: Number(item[1]), tasks });
+  }
+  return out;
+}
+
+interface Row {
+  app: string;
+  mapper: string;
+  path: string;
+  mapping: Record<string, string>;
+  predictedMs: number;
+  measuredP50Ms: number;
+  ratio: number;
+  within: boolean;
+  /** Predicted start/finish and measured (p50) enter/start/finish of each task, ms from the item's entry. */
+  tasks: Record<string, { predicted: [number, number]; measured: [number, number, number] }>;
+  deploySec: number;
+}
+
+async function runOne(app: string, mapper: string, path: string, state: TestbedState, work: string, redis: Redis): Promise<Row> {
+  log(`== ${app}, mapper ${mapper}, data path ${path}: deploying (docker runtime)`);
+  const t0 = performance.now();
+  const env = { JUPITER_CONFIG: state.configFile };
+  await jupiter(work, ['deploy', appCopy(work, app), '--runtime', 'docker', '--mapper', mapper, '--data-path', path, '--wait', '--timeout', '300'], env);
+  const deploySec = (performance.now() - t0) / 1000;
+  try {
+    const dep = await readDeployment(redis, DEFAULT_PREFIX, app);
+    const rec = await readMapping(redis, DEFAULT_PREFIX, app);
+    if (!dep || !rec) throw new Error(`${app} has no deployment or mapping record after deploy`);
+    log(`  deployed in ${deploySec.toFixed(0)} s: ${Object.entries(rec.mapping).map(([t, n]) => `${t}@${n}`).join(', ')}; predicted ${(rec.predictedMakespan * 1000).toFixed(1)} ms`);
+    const ctx: Ctx = { redis, prefix: DEFAULT_PREFIX, app: await loadApp(dep.appDir), runId: dep.runId };
+    const dir = join(work, 'in', `${app}-${mapper}-${path}`);
+    await isolated(ctx, inputs(dir, app, 'warm', WARM), `${app} warm-up`);
+    const items = await isolated(ctx, inputs(dir, app, 'item', ITEMS), `${app} ${mapper}`);
+    const measured = median(items.map((i) => i.makespanMs));
+    const predictedMs = rec.predictedMakespan * 1000;
+    const tasks: Row['tasks'] = {};
+    for (const s of rec.schedule) {
+      tasks[s.task] = {
+        predicted: [+(s.start * 1000).toFixed(1), +(s.finish * 1000).toFixed(1)],
+        measured: (['enter', 'start', 'finish'] as const).map((f) => +median(items.map((i) => i.tasks[s.task]![f])).toFixed(1)) as [number, number, number],
+      };
+    }
+    const ratio = measured / predictedMs;
+    log(`  ${ITEMS} isolated items: makespan p50 ${measured.toFixed(1)} ms (${ratio.toFixed(2)}x the prediction)`);
+    return { app, mapper, path, mapping: rec.mapping, predictedMs, measuredP50Ms: measured, ratio, within: Math.abs(ratio - 1) <= TOLERANCE, tasks, deploySec };
+  } finally {
+    await jupiter(work, ['teardown', app], env).catch((e: Error) => log(`  teardown ${app} failed: ${e.message.split('\n').slice(0, 4).join(' | ')}`));
+  }
+}
+
+interface Results {
+  rows: Row[];
+  dag?: DagRow[];
+  profile?: { overheads: unknown; homeLinks: unknown };
+  testbedUpSec?: number;
+}
+
+async function testbedPart(tbDir: string, work: string, out: Results, load: number): Promise<void> {
+  const state = JSON.parse(readFileSync(join(tbDir, 'testbed.json'), 'utf8')) as TestbedState;
+  const redis = connectRedis(state.redis!.url);
+  try {
+    // The agents measure their control costs at start, 10 s and 30 s later and publish the median
+    // of their rounds: wait for the 30 s round, past the testbed's start-up load.
+    const since = Date.now();
+    for (;;) {
+      const o = (await readProfiles(redis)).overheads ?? [];
+      if (o.length === state.hosts.length - 1 && o.every((x) => x.samples >= 21)) break;
+      if (Date.now() - since > 90_000) {
+        log('  (not every agent has three overhead rounds after 90 s: going on)');
+        break;
+      }
+      await sleep(1000);
+    }
+    const snap = await readProfiles(redis);
+    out.profile = { overheads: snap.overheads, homeLinks: snap.homeLinks };
+    log(`  control costs per node (ms, hop / invocation): ${(snap.overheads ?? []).map((o) => `${o.node} ${(o.hopSec * 1000).toFixed(1)} / ${(o.invokeSec * 1000).toFixed(1)}`).join(', ')}`);
+    for (const app of APPS) {
+      for (const path of PATHS) {
+        for (const mapper of MAPPERS) {
+          out.rows.push(await runOne(app, mapper, path, state, work, redis));
+          save(out, load);
+        }
+      }
+    }
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function main(): Promise<void> {
+  if (PARTS.includes('testbed') && process.getuid?.() !== 0) throw new Error('bench:fidelity needs root (namespaces, engines); BENCH_PARTS=dag runs without');
+  const load = loadavg()[0]!;
+  const work = mkdtempSync(join(tmpdir(), 'jtb-fidelity-'));
+  const given = process.env.BENCH_TESTBED_DIR;
+  const tbDir = given ? resolve(given) : join(work, 'tb');
+  const out: Results = { rows: [] };
+  let up = false;
+  try {
+    if (PARTS.includes('testbed') && !given) {
+      log('testbed up edge-fog-cloud (8 hosts with an engine each; takes minutes)');
+      const tu = performance.now();
+      up = true;
+      await jupiter(work, ['testbed', 'up', 'edge-fog-cloud', '--dir', tbDir]);
+      out.testbedUpSec = (performance.now() - tu) / 1000;
+      log(`  up in ${out.testbedUpSec.toFixed(0)} s`);
+    }
+    if (PARTS.includes('testbed')) await testbedPart(tbDir, work, out, load);
+  } finally {
+    if (up) {
+      log('testbed down');
+      await jupiter(work, ['testbed', 'down', '--dir', tbDir]).catch((e: Error) => log(`testbed down failed: ${e.message}; run \`jupiter testbed down --dir ${tbDir}\``));
+    }
+  }
+  try {
+    if (PARTS.includes('dag')) {
+      log(`dag: generated apps of ${DAG_SIZES.join(', ')} tasks on three logical nodes (process runtime, private Redis)`);
+      out.dag = await dagFidelity(work, DAG_SIZES, ITEMS, log);
+      save(out, load);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  report(out);
+  log(`results: ${save(out, load)}`);
+}
+
+function report(out: Results): void {
+  const rows: Array<Array<string | number>> = out.rows.map((r) => [r.mapper, `${r.app} (edge-fog-cloud, ${r.path})`, r.predictedMs.toFixed(1), r.measuredP50Ms.toFixed(1), `${r.ratio.toFixed(2)}x`, r.within ? 'yes' : 'no']);
+  for (const d of out.dag ?? []) {
+    rows.push([d.mapper, `generated ${d.tasks} tasks (3 logical nodes)`, `${d.predictedMs.toFixed(1)} (without costs ${d.predictedWithoutCostsMs.toFixed(1)})`, d.measuredP50Ms.toFixed(1), `${d.ratio.toFixed(2)}x`, Math.abs(d.ratio - 1) <= DAG_TOLERANCE ? 'yes (±50%)' : 'no (±50%)']);
+  }
+  process.stdout.write(`${renderTable(['mapper', 'app', 'predicted (ms)', 'measured p50 (ms)', 'measured / predicted', `within ±${TOLERANCE * 100}%`], rows)}\n`);
+}
+
+function save(out: Results, load: number): string {
+  const file = process.env.BENCH_RESULTS ?? join(repoRoot, 'bench', 'results', 'fidelity.json');
+  writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), cpus: cpus().length, load1AtStart: load, items: ITEMS, warm: WARM, testbed: 'edge-fog-cloud', ...out }, null, 2)}\n`);
+  return file;
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -74,7 +74,8 @@ function deviation(s: LinkSample, older: LinkSample[]): Deviation {
   const hi = sorted[Math.floor(0.75 * (sorted.length - 1))]!;
   const lo = sorted[0]!;
   if (s.seconds >= hi * CHANGE_RATIO && s.seconds - hi >= MIN_DEVIATION_SEC) return 'slower';
-  if (s.seconds * CHANGE_RATIO <= lo && lo - s.seconds >= MIN_SPEEDUP_SEC) return 'faster';
+  // A timed-out probe (censored) is only a lower bound on its time: never evidence of speed.
+  if (!s.censored && s.seconds * CHANGE_RATIO <= lo && lo - s.seconds >= MIN_SPEEDUP_SEC) return 'faster';
   return undefined;
 }
 

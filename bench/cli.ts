@@ -20,3 +20,19 @@ export function jupiter(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}
     c.on('exit', (code) => (code === 0 ? res(out) : rej(new Error(`jupiter ${args.join(' ')} exited ${code}\n${out}\n${err}`))));
   });
 }
+
+const T0 = performance.now();
+
+/** A bench's progress line on stderr, stamped with seconds since the bench started. */
+export const log = (m: string): void => {
+  process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`);
+};
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export const median = (xs: number[]): number => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};

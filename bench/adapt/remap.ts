@@ -37,7 +37,7 @@ import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js
 import { readProfiles } from '../../orchestrator/profiles/read.js';
 import { renderTable } from '../../orchestrator/report/table.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
-import { jupiter, repoRoot } from '../cli.js';
+import { jupiter, log, median, repoRoot, sleep } from '../cli.js';
 import { timelineSvg } from './timeline-svg.js';
 
 const repo = repoRoot;
@@ -53,17 +53,6 @@ const SLOW_RATE = '2mbit';
 const APP = 'camera';
 const RESULTS = resolve(process.env.BENCH_RESULTS ?? join(repo, 'bench', 'results', 'adapt-remap.json'));
 
-const T0 = performance.now();
-const log = (m: string): void => {
-  process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`);
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]): number => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 /** The camera app with capture pinned to node1 (the camera) and track to node2; detect is the mapper's. */
 function cameraApp(parent: string): string {

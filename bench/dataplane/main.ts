@@ -37,7 +37,7 @@ import { submitItems } from '../../circe/home/source.js';
 import { itemResults } from '../../circe/home/wait.js';
 import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js';
 import { renderTable } from '../../orchestrator/report/table.js';
-import { jupiter } from '../cli.js';
+import { jupiter, log, median, sleep } from '../cli.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
 import { AGENT_PORT } from '../../orchestrator/testbed/cluster-config.js';
 import { DEFAULT_PREFIX } from '../../config/redis-keys.js';
@@ -60,17 +60,6 @@ const TASKS = ['capture', 'detect', 'track'] as const;
 const HOPS = ['home->capture', 'capture->detect', 'detect->track', 'track->home'] as const;
 const SMALL_SIZE = 8; // 8 x 8 pixels
 
-const T0 = performance.now();
-const log = (m: string): void => {
-  process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`);
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]): number => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 // ---- the testbed's htb classes: rates and byte counters -------------------------------------
 

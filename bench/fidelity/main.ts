@@ -29,7 +29,7 @@ import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js
 import { readProfiles } from '../../orchestrator/profiles/read.js';
 import { renderTable } from '../../orchestrator/report/table.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
-import { jupiter, repoRoot } from '../cli.js';
+import { jupiter, log, median, repoRoot, sleep } from '../cli.js';
 import { dagFidelity, type DagRow } from './dag.js';
 
 const num = (v: string | undefined, d: number): number => (v && Number(v) > 0 ? Number(v) : d);
@@ -47,17 +47,6 @@ const DAG_TOLERANCE = 0.5;
 const TOLERANCE = 0.25;
 const ENTRY_HOST = 'edge1';
 
-const T0 = performance.now();
-const log = (m: string): void => {
-  process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(0).padStart(4)} s] ${m}\n`);
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]): number => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 /** Distinct inputs per item (ids are deterministic: the same input twice is the same item). */
 function inputs(dir: string, app: string, tag: string, n: number): string[] {

@@ -24,7 +24,8 @@
 //                                     (outputPath: kept here so that a restarted sink knows it);
 //                                     `item:<id>` -> the paths that item owns, one a line (trimmed
 //                                     with the item's records, so the hash stays bounded)
-//   A data:token              string  the deployment's data token (direct data path, circe/dataplane)
+//   A datatoken               string  the deployment's data token (direct data path, circe/dataplane;
+//                                     not under data: so that a node may be named "token")
 //   A data:<node>             hash    data endpoints (host:port -> registered at) of the node's runners
 //   A moving                  string  JSON of the moves of a live re-map under way (orchestrator/adapt/move.ts;
 //                                     expires): a runner leaving a node serves what it stored until taken
@@ -95,7 +96,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     helper: (t) => `${a}helper:${t}`,
     owners: `${a}owners`,
     ready: `${a}ready`,
-    dataToken: `${a}data:token`,
+    dataToken: `${a}datatoken`,
     dataNodes: (n) => `${a}data:${n}`,
     moving: `${a}moving`,
     agent: (n) => k.node(n),

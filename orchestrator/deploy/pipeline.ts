@@ -110,9 +110,14 @@ function recordedEngines(cluster: ClusterConfig): RecordedEngine[] {
 }
 
 /** The deploy error, saying exactly what state the app is left in. */
-function failedDeployError(e: unknown, app: string, s: { previous?: DeploymentRecord; replaced: boolean; created: boolean; left: string[] }): unknown {
+function failedDeployError(e: unknown, app: string, s: { previous?: DeploymentRecord; replaced: boolean; created: boolean; left: string[]; running?: string }): unknown {
   if (!isJupiterError(e)) return e;
   let state: string;
+  if (s.running) {
+    const state = `the new deployment of ${app} (run ${s.running}) is up and keeps running; its items may still finish`
+      + ` (\`jupiter status ${app}\` to watch, \`jupiter teardown ${app}\` to remove it)`;
+    return new JupiterError(`${e.message}\n  state: ${state}`, e.kind, { file: e.file, line: e.line, hint: e.hint }, { cause: e.cause });
+  }
   if (s.previous && !s.replaced) state = `the previous deployment of ${app} (run ${s.previous.runId}) was not touched and still runs`;
   else if (s.replaced) state = `the previous deployment of ${app} (run ${s.previous!.runId}) had been removed; nothing of ${app} runs now`;
   else state = `nothing of ${app} runs`;
@@ -153,6 +158,9 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
   let created = false;
   let previous: DeploymentRecord | undefined;
   let replaced = false;
+  // Set once every runner consumes and the inputs are in: a wait that times out after that is no
+  // failed deploy, and removing a deployment that streams would throw its items away.
+  let running: string | undefined;
   try {
     // Everything the new deployment needs is checked before the running one is touched: live
     // nodes (profiles), a placement, and the runtime (engines reachable, images built). A
@@ -165,7 +173,9 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       waitMs: (opts.profileWaitSec ?? 15) * 1000,
       execProfile: true,
     }, progress);
-    const { record } = await withStep(progress, `Mapping with ${cluster.mapper}`, async (step) => {
+    // An app that pins every task is placed statically: the step must not name a mapper it never ran.
+    const allPinned = app.dagTasks.every((t) => app.staticPlacement[t]);
+    const { record } = await withStep(progress, allPinned ? 'Placing every task where the app pins it' : `Mapping with ${cluster.mapper}`, async (step) => {
       const placed = place(app, snap, nodes, { mapper: cluster.mapper, seed: opts.seed });
       step.update(`predicted makespan ${placed.record.predictedMakespan.toFixed(3)} s`);
       return placed;
@@ -221,6 +231,7 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
         onBackPressure: (task, depth) => step.update(`waiting: queue of ${task} holds ${depth}`),
       }));
 
+    running = runId;
     let results: ItemResult[] | undefined;
     if (opts.wait && items.length > 0) {
       results = await waitStep(progress, `Waiting for the outputs of ${items.length} item(s)`, items.length, (onProgress) =>
@@ -229,12 +240,12 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
     return { app, cluster, record, deployment, items, results, dashboardUrl: stack.dashboardUrl };
   } catch (e) {
     let left: string[] = [];
-    if (created) {
+    if (created && !running) {
       await withStep(progress, 'Deploy failed: removing what was started', async () => {
         left = (await teardownApp(redis, cluster, app.name)).unreached;
       }).catch((err: unknown) => { left = [(err as Error).message]; });
     }
-    throw failedDeployError(e, app.name, { previous, replaced, created, left });
+    throw failedDeployError(e, app.name, { previous, replaced, created, left, running });
   } finally {
     redis.disconnect();
   }

@@ -95,7 +95,7 @@ export class AdaptLoop {
     const what = plan.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ');
     if (this.settings.mode === 'auto') {
       this.log(`adapt: ${name}: ${verdict.why}; moving ${what}`);
-      const { event, movedMs } = await moveTasks({ redis: this.redis, cluster: this.opts.cluster, redisUrl: this.opts.redisUrl, log: this.log }, app, plan, 'gain');
+      const { event, movedMs } = await moveTasks({ redis: this.redis, cluster: this.opts.cluster, redisUrl: this.opts.redisUrl, log: this.log }, app, plan, 'gain', { dep, current });
       this.events.push(event);
       this.log(`adapt: ${name}: moved ${what} in ${(movedMs / 1000).toFixed(1)} s`);
       return;

@@ -49,6 +49,13 @@ describe('adapt: re-mapping plan from the current models (orchestrator/adapt/pla
     expect(plan.reason).to.include('node1');
   });
 
+  it('moves asked for by hand are evaluated as they are: no mapper is looked up', () => {
+    const task = app.dagTasks[0]!;
+    const plan = planRemap({ app, snapshot: snapshot(app), records: [], current, mapper: 'no-such-mapper', target: { [task]: 'node2' } });
+    expect(plan.moves).to.deep.equal([{ task, from: 'node1', to: 'node2' }]);
+    expect(() => planRemap({ app, snapshot: snapshot(app), records: [], current, mapper: 'no-such-mapper' })).to.throw(/unknown mapper no-such-mapper/);
+  });
+
   it('reads the runners\' runtime records (rt hash fields) into execution records', () => {
     const recs = execRecordsOf({ 'task0|enter': '900', 'task0|start': '1000', 'task0|finish': '1250', 'task0|node': 'node2', 'task0|file': 'a.txt', 'task0|in': '4096', 'task1|start': '1300' });
     expect(recs).to.deep.equal([{ task: 'task0', node: 'node2', inBytes: 4096, seconds: 0.25, at: 1250 }]);

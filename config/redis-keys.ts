@@ -7,6 +7,7 @@
 //   P res:<node>                       hash   latest NodeResources (JSON field `json`)
 //   P link:<from>:<to>:samples         list   capped probe samples (JSON {bytes, seconds, at})
 //   P link:<from>:<to>:fit             string LinkProfile JSON
+//   P link:<from>:<to>:transfers       list   capped real transfers from -> to (config/link-transfers.ts), newest first
 //   P link:<from>:<to>:loss            list   capped echo-probe rounds (JSON {sent, lost, at}), newest first
 //   P pair:<a>:<b>:probing             string owner of the probe running between a and b (a < b); PX
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
@@ -32,6 +33,8 @@ export interface Keys {
   resources(node: string): string;
   linkSamples(from: string, to: string): string;
   linkFit(from: string, to: string): string;
+  /** Real transfers of the direct data path over a directed link (config/link-transfers.ts). */
+  linkTransfers(from: string, to: string): string;
   /** Loss-probe rounds of a directed link (profilers/faults). */
   linkLoss(from: string, to: string): string;
   /** Held while a bandwidth probe runs between two hosts, in either direction (profilers/network). */
@@ -67,6 +70,7 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     resources: (n) => `${p}res:${n}`,
     linkSamples: (f, t) => `${p}link:${f}:${t}:samples`,
     linkFit: (f, t) => `${p}link:${f}:${t}:fit`,
+    linkTransfers: (f, t) => `${p}link:${f}:${t}:transfers`,
     linkLoss: (f, t) => `${p}link:${f}:${t}:loss`,
     pairProbe: (a, b) => (a < b ? `${p}pair:${a}:${b}:probing` : `${p}pair:${b}:${a}:probing`),
     exec: (a, n, t) => `${p}exec:${a}:${n}:${t}`,

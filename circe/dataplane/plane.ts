@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { getuid } from 'node:process';
+import { LINK_TRANSFER_MIN_BYTES, LINK_TRANSFERS_KEPT, type LinkTransfer } from '../../config/link-transfers.js';
 import type { AppKeys } from '../queue/keys.js';
 import type { PipelineSettings } from '../queue/settings.js';
 import { BlobMissingError, getBlob } from './client.js';
@@ -164,7 +165,11 @@ export class DataPlane {
       const got = await this.lane(from, async () => {
         for (const ep of list) {
           try {
-            return await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS });
+            // Timed inside the lane: the wait for earlier transfers is not the link's time.
+            const t0 = performance.now();
+            const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS });
+            this.noteTransfer(from, bytes.length, (performance.now() - t0) / 1000);
+            return bytes;
           } catch (e) {
             last = e as Error;
             if (e instanceof BlobMissingError) missing++;
@@ -208,6 +213,17 @@ export class DataPlane {
       await new Promise((r) => setTimeout(r, backoff));
       backoff = Math.min(2000, backoff * 2);
     }
+  }
+
+  /**
+   * A completed transfer is evidence about the link src -> this node (config/link-transfers.ts):
+   * one pipelined write, not awaited, so the item never waits for it.
+   */
+  private noteTransfer(src: string, bytes: number, seconds: number): void {
+    if (bytes < LINK_TRANSFER_MIN_BYTES || src === this.opts.node) return;
+    const key = this.opts.keys.linkTransfers(src, this.opts.node);
+    const t: LinkTransfer = { bytes, seconds, at: Date.now() };
+    void this.opts.redis.pipeline().lpush(key, JSON.stringify(t)).ltrim(key, 0, LINK_TRANSFERS_KEPT - 1).exec().catch(() => undefined);
   }
 
   /** Run `fn` after every transfer queued before it from node `src`. */

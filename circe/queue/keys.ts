@@ -68,6 +68,8 @@ export interface AppKeys {
   /** The agent's heartbeat key of a node, and the set of nodes that ever registered (liveness, outside A). */
   agent(node: string): string;
   agents: string;
+  /** Real transfers over a directed link, recorded for the link's profile (outside A: the agents read it). */
+  linkTransfers(from: string, to: string): string;
 }
 
 export function appKeys(prefix: string, app: string): AppKeys {
@@ -101,5 +103,6 @@ export function appKeys(prefix: string, app: string): AppKeys {
     moving: `${a}moving`,
     agent: (n) => k.node(n),
     agents: k.nodes(),
+    linkTransfers: (f, t) => k.linkTransfers(f, t),
   };
 }

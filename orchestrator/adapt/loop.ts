@@ -15,7 +15,8 @@ import { decide, type DecisionState } from './decide.js';
 import { recordRemap, remapEvent, type RemapEvent } from './events.js';
 import { moveTasks } from './move.js';
 import { planRemap, remapMapper } from './plan.js';
-import { readExecRecords } from './records.js';
+import type { ExecRecord } from '../../profilers/models/exec-model.js';
+import { keepRecords, readExecRecords } from './records.js';
 
 export interface AdaptLoopOptions {
   redisUrl: string;
@@ -31,6 +32,8 @@ export class AdaptLoop {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private readonly states = new Map<string, DecisionState>();
+  /** Execution records kept between checks, per app and run (records.ts keepRecords). */
+  private readonly records = new Map<string, { runId: string; records: ExecRecord[] }>();
   private readonly log: (line: string) => void;
   /** Events recorded so far (newest last), for tests and the hub's log. */
   readonly events: RemapEvent[] = [];
@@ -85,7 +88,9 @@ export class AdaptLoop {
     const dep = await readDeployment(this.redis, prefix, name);
     if (!current || !dep) return;
     const app = await loadApp(dep.appDir);
-    const records = await readExecRecords(this.redis, name, { prefix });
+    const kept = this.records.get(name);
+    const records = keepRecords(kept?.runId === dep.runId ? kept.records : [], await readExecRecords(this.redis, name, { prefix }), { now: Date.now() });
+    this.records.set(name, { runId: dep.runId, records });
     const plan = planRemap({ app, snapshot, records, current, mapper: remapMapper(current, this.opts.cluster.mapper) });
     if (plan.lostNodes.length > 0) return; // the reconciler's job
     const now = Date.now();
@@ -95,7 +100,7 @@ export class AdaptLoop {
     const what = plan.moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ');
     if (this.settings.mode === 'auto') {
       this.log(`adapt: ${name}: ${verdict.why}; moving ${what}`);
-      const { event, movedMs } = await moveTasks({ redis: this.redis, cluster: this.opts.cluster, redisUrl: this.opts.redisUrl, log: this.log }, app, plan, 'gain');
+      const { event, movedMs } = await moveTasks({ redis: this.redis, cluster: this.opts.cluster, redisUrl: this.opts.redisUrl, log: this.log }, app, plan, 'gain', { dep, current });
       this.events.push(event);
       this.log(`adapt: ${name}: moved ${what} in ${(movedMs / 1000).toFixed(1)} s`);
       return;

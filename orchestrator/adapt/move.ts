@@ -10,15 +10,12 @@
 // a `remap` event.
 import type { Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
-import { runtimeError } from '../../config/errors.js';
 import { redisKeys } from '../../config/redis-keys.js';
-import type { AppSpec, ClusterConfig, Mapping } from '../../config/types.js';
-import { simulate } from '../../mappers/index.js';
+import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { appKeys } from '../../circe/queue/keys.js';
-import { readDeployment, readMapping } from '../deploy/record.js';
-import { runtimeFor } from '../deploy/runtimes.js';
-import { usePrivateEngine } from '../stack/dockerd.js';
-import { readStackState, stateDir } from '../stack/state.js';
+import type { DeploymentRecord } from '../deploy/record.js';
+import { relocateTasks } from '../deploy/relocate.js';
+import { runtimeError } from '../../config/errors.js';
 import { recordRemap, remapEvent, type RemapEvent } from './events.js';
 import type { RemapPlan } from './plan.js';
 
@@ -41,38 +38,27 @@ export interface MoveResult {
   movedMs: number;
 }
 
+/** The deployment being changed, as the caller read it to make the plan. */
+export interface Deployed {
+  dep: DeploymentRecord;
+  current: MappingRecord;
+}
+
 /** Move the plan's tasks live; returns the recorded `remap` event. */
-export async function moveTasks(ctx: MoveContext, app: AppSpec, plan: RemapPlan, trigger: RemapEvent['trigger']): Promise<MoveResult> {
+export async function moveTasks(ctx: MoveContext, app: AppSpec, plan: RemapPlan, trigger: RemapEvent['trigger'], { dep, current }: Deployed): Promise<MoveResult> {
   const { redis, cluster } = ctx;
   const prefix = cluster.redisPrefix;
-  const dep = await readDeployment(redis, prefix, app.name);
-  const current = await readMapping(redis, prefix, app.name);
-  if (!dep || !current) throw runtimeError(`${app.name} is not deployed: nothing to move`, { hint: `jupiter deploy ${app.name}` });
   const moves = plan.moves.filter((m) => current.mapping[m.task] !== m.to);
   const started = Date.now();
+  const k = appKeys(prefix, app.name);
   if (moves.length > 0) {
     ctx.log?.(`${app.name}: moving ${moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}`);
-    const k = appKeys(prefix, app.name);
     // While set, a runner that stops serves what it stored until taken (bounded; expires).
     await redis.set(k.moving, JSON.stringify(moves), 'EX', MOVE_GRACE_SEC * 3);
-    const runtime = runtimeFor(dep.runtime);
-    usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));
-    await runtime.start(app, moves.map((m) => ({
-      app: app.name, task: m.task, node: m.to, runId: dep.runId, redisUrl: ctx.redisUrl, redisPrefix: prefix,
-    })), cluster, { moveGraceSec: MOVE_GRACE_SEC });
-    await waitMoved(redis, k.ready, moves);
   }
-  const mapping: Mapping = { ...current.mapping, ...Object.fromEntries(moves.map((m) => [m.task, m.to])) };
-  const sim = simulate(plan.problem, Object.fromEntries(app.dagTasks.map((t) => [t, mapping[t]!])));
-  const next: MappingRecord = {
-    ...current,
-    mapping,
-    mapper: current.mapper.endsWith('+remap') ? current.mapper : `${current.mapper}+remap`,
-    predictedMakespan: sim.makespan,
-    schedule: Object.entries(sim.schedule).map(([task, s]) => ({ task, node: s.node, start: s.start, finish: s.finish })),
-    ts: Date.now(),
-  };
-  await redis.set(redisKeys(prefix).mapping(app.name), JSON.stringify(next));
+  await relocateTasks(ctx, app, dep, current, plan.problem, Object.fromEntries(moves.map((m) => [m.task, m.to])), {
+    suffix: '+remap', moveGraceSec: MOVE_GRACE_SEC, started: () => waitMoved(redis, k.ready, moves),
+  });
   const event = remapEvent({ ...plan, moves }, 'remap', trigger);
   await recordRemap(redis, redisKeys(prefix), event);
   return { event, movedMs: Date.now() - started };

@@ -42,17 +42,22 @@ export function remapMapper(current: Pick<MappingRecord, 'mapper'>, clusterMappe
   return mappers[current.mapper] ? current.mapper : clusterMapper;
 }
 
+function mapperFn(name: string): (typeof mappers)[string] {
+  const fn = mappers[name];
+  if (!fn) throw new Error(`unknown mapper ${name}`);
+  return fn;
+}
+
 export function planRemap(input: PlanInput): RemapPlan {
   const { app, current } = input;
   const models = fitExecModels(input.records, { now: input.now });
   const snapshot = blendExecProfiles(input.snapshot, app.name, models);
   const nodes = [...new Set(snapshot.nodes.map((n) => n.node))].filter((n) => n !== 'home');
   const problem = problemFromProfiles(app, snapshot, { nodes });
-  const fn = mappers[input.mapper];
-  if (!fn) throw new Error(`unknown mapper ${input.mapper}`);
   const dagMapping: Mapping = {};
   for (const t of app.dagTasks) if (current.mapping[t] !== undefined) dagMapping[t] = current.mapping[t]!;
-  const after = input.target ? simulate(problem, { ...dagMapping, ...input.target }) : fn(problem, { seed: input.seed ?? 1 });
+  // Moves asked for by hand need no mapper: they are evaluated as they are.
+  const after = input.target ? simulate(problem, { ...dagMapping, ...input.target }) : mapperFn(input.mapper)(problem, { seed: input.seed ?? 1 });
   const lostNodes = [...new Set(Object.values(dagMapping).filter((n) => !nodes.includes(n)))];
   const complete = app.dagTasks.every((t) => dagMapping[t] !== undefined);
   const beforeMakespan = lostNodes.length === 0 && complete ? simulate(problem, dagMapping).makespan : Infinity;

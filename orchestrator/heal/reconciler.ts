@@ -9,14 +9,12 @@ import type { MappingRecord } from '../../config/events.js';
 import { loadApp } from '../../config/app/load.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { HOME, type ClusterConfig } from '../../config/types.js';
-import { placeHelperTasks, problemFromProfiles, repairMapping, simulate } from '../../mappers/index.js';
+import { placeHelperTasks, problemFromProfiles, repairMapping } from '../../mappers/index.js';
 import { liveAgents } from '../../profilers/agent/registry.js';
 import { connectRedis } from '../../circe/queue/connection.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
-import { runtimeFor } from '../deploy/runtimes.js';
-import { usePrivateEngine } from '../stack/dockerd.js';
-import { readStackState, stateDir } from '../stack/state.js';
+import { relocateTasks } from '../deploy/relocate.js';
 
 export interface ReconcilerOptions {
   redisUrl: string;
@@ -97,24 +95,9 @@ export class Reconciler {
     const helperNodes = placeHelperTasks({ ...app, tasks: helpers }, live);
     const moved: Record<string, [string, string]> = { ...fixed.moved };
     for (const [t, n] of Object.entries(helperNodes)) moved[t] = [rec.mapping[t]!, n];
-    const mapping = { ...rec.mapping, ...fixed.mapping, ...helperNodes };
     this.log(`${name}: node(s) ${lost.join(', ')} lost; moving ${Object.entries(moved).map(([t, [a, b]]) => `${t} ${a}->${b}`).join(', ')}`);
     // The new runners take back the jobs the lost ones held as they start (requeueHeldJobs).
-    const runtime = runtimeFor(dep.runtime);
-    // A private engine the stack started after this hub did: local nodes' containers live there.
-    usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));
-    await runtime.start(app, Object.keys(moved).map((task) => ({
-      app: name, task, node: mapping[task]!, runId: dep.runId, redisUrl: this.opts.redisUrl, redisPrefix: prefix,
-    })), cluster);
-    const next: MappingRecord = {
-      ...rec,
-      mapping,
-      mapper: rec.mapper.endsWith('+repair') ? rec.mapper : `${rec.mapper}+repair`,
-      predictedMakespan: fixed.makespan,
-      schedule: Object.entries(simulate(problem, fixed.mapping).schedule).map(([task, s]) => ({ task, node: s.node, start: s.start, finish: s.finish })),
-      ts: Date.now(),
-    };
-    await this.redis.set(redisKeys(prefix).mapping(name), JSON.stringify(next));
+    await relocateTasks({ redis: this.redis, cluster, redisUrl: this.opts.redisUrl }, app, dep, rec, problem, Object.fromEntries(Object.entries(moved).map(([t, [, to]]) => [t, to])), { suffix: '+repair' });
     const repair = { app: name, lost, moved, at: Date.now() };
     this.repairs.push(repair);
     return repair;

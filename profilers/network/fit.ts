@@ -27,6 +27,11 @@ export interface LinkSample {
    * as slow as it is at least, instead of keeping the fit of its better days.
    */
   censored?: boolean;
+  /**
+   * A real transfer of the data path (config/link-transfers.ts), not a probe: fitted like a probe
+   * of its size, kept in its own list (the receiving side writes it), never re-probed.
+   */
+  transfer?: boolean;
 }
 
 export type FitModel = 'quadratic' | 'linear' | 'clamped';

@@ -10,6 +10,10 @@
 // Probes of one agent run one at a time, so an agent never competes with itself for its link, and
 // a pair of hosts probes one direction at a time (pair-lock.ts): a peer busy probing us is skipped
 // for a moment and another peer probed meanwhile.
+// Real transfers are evidence too: the data path's receivers record theirs per directed link
+// (config/link-transfers.ts); the window and the fit take them with the probes, and the agent
+// looks for new ones every tick, so a 1 MiB output that suddenly takes seconds marks the change
+// when it completes instead of after probes wait out their timeouts.
 import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { LinkProfile } from '../../config/types.js';
@@ -73,6 +77,8 @@ interface Peer {
   heldUntil: number;
   /** End of the last probe of the largest size (ms since epoch; 0 = never). */
   largestAt: number;
+  /** End of the newest real transfer (link-transfers) the fit has seen (ms since epoch). */
+  transfersSeen: number;
 }
 
 /** Steady-state probe traffic to one peer (for tests and the bench: the budget in use). */
@@ -105,6 +111,9 @@ export class NetworkProfiler {
   private loop?: Promise<void>;
   private refreshTimer?: NodeJS.Timeout;
   private turn = 0;
+  /** Fits run one at a time (a probe's and a new transfer's may meet): each reads and cuts the lists. */
+  private fitting: Promise<void> = Promise.resolve();
+  private polling = false;
   private readonly abort = new AbortController();
   /** Probes sent and bytes probed since start (for tests and the bench). */
   readonly stats = { probes: 0, bytes: 0, failures: 0, changes: 0, steady: new Map<string, SteadyTraffic>() };
@@ -143,7 +152,7 @@ export class NetworkProfiler {
         known.reg = reg;
         continue;
       }
-      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0, largestAt: 0 });
+      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0, largestAt: 0, transfersSeen: 0 });
       this.log(`peer ${reg.node} at ${reg.host}:${reg.port}: bootstrap probing`);
     }
     for (const name of [...this.peers.keys()]) if (!live.has(name)) this.peers.delete(name);
@@ -166,6 +175,25 @@ export class NetworkProfiler {
       due = true;
     }
     if (due) this.wake?.();
+    void this.pollTransfers();
+  }
+
+  /** New real transfers to a peer since its last fit: fit again (one pipelined read per tick). */
+  private async pollTransfers(): Promise<void> {
+    if (this.polling || this.peers.size === 0) return;
+    this.polling = true;
+    try {
+      const peers = [...this.peers.values()];
+      const res = await this.redis.pipeline(peers.map((p) => ['lindex', this.keys.linkTransfers(this.node, p.reg.node), 0])).exec();
+      peers.forEach((p, i) => {
+        const at = parseSample(res?.[i]?.[1])?.at ?? 0;
+        if (at > p.transfersSeen && this.running) void this.record(p).catch((e: Error) => this.log(`fit of the link to ${p.reg.node} failed: ${e.message}`));
+      });
+    } catch {
+      // Redis away: the next tick asks again
+    } finally {
+      this.polling = false;
+    }
   }
 
   /** A steady probe's size: one the budget affords at the refresh pace, or the largest when due (budget.ts). */
@@ -290,37 +318,51 @@ export class NetworkProfiler {
     }
   }
 
-  private async record(p: Peer, sample: LinkSample): Promise<void> {
+  /** Store a probe's sample (if any) and fit the link again from its probes and transfers. */
+  private record(p: Peer, sample?: LinkSample): Promise<void> {
+    const run = this.fitting.then(() => this.refit(p, sample));
+    this.fitting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async refit(p: Peer, sample?: LinkSample): Promise<void> {
     const peer = p.reg.node;
     const listKey = this.keys.linkSamples(this.node, peer);
-    const res = await this.redis
-      .multi()
-      .lpush(listKey, JSON.stringify(sample))
-      .ltrim(listKey, 0, this.opts.maxSamples - 1)
-      .lrange(listKey, 0, -1)
-      .exec();
-    const raw = (res?.[2]?.[1] ?? []) as string[];
-    const samples: LinkSample[] = [];
-    for (const r of raw) {
-      try {
-        samples.push(JSON.parse(r) as LinkSample);
-      } catch {
-        // a foreign or truncated entry: ignore it
-      }
-    }
+    const transfersKey = this.keys.linkTransfers(this.node, peer);
+    const m = this.redis.multi();
+    if (sample) m.lpush(listKey, JSON.stringify(sample)).ltrim(listKey, 0, this.opts.maxSamples - 1);
+    const res = await m.lrange(listKey, 0, -1).lrange(transfersKey, 0, -1).exec();
+    const n = res?.length ?? 0;
+    const probes = parseList(res?.[n - 2]?.[1]);
+    const transfers = parseList(res?.[n - 1]?.[1]).map((t) => ({ ...t, transfer: true }));
+    p.transfersSeen = Math.max(p.transfersSeen, ...transfers.map((t) => t.at));
+    const samples = [...probes, ...transfers];
     const win = linkWindow(samples, { now: Date.now(), maxAgeMs: this.opts.maxAgeMs });
-    if (win.changeAt !== undefined) {
-      // Cut the stored list at the change: only this agent writes it, and a restart or another
-      // reader must not bring the old regime back.
+    const newest = win.samples[0];
+    if (win.changeAt !== undefined && newest) {
+      // Cut the stored lists at the change: a restart or another reader must not bring the old
+      // regime back. Only this agent writes the probe list; the transfer list is newest first,
+      // so keeping its head keeps the transfers of the new regime (a transfer recorded meanwhile
+      // may push the oldest of them out: one sample).
       this.stats.changes++;
       this.log(`link to ${peer} changed (${win.direction}): fitting the ${win.samples.length} newest samples only`);
-      await this.redis.multi().del(listKey).rpush(listKey, ...win.samples.map((s) => JSON.stringify(s))).exec();
-      this.reprobe(p, sample);
+      const keptProbes = win.samples.filter((s) => !s.transfer);
+      const keptTransfers = win.samples.length - keptProbes.length;
+      const cut = this.redis.multi().del(listKey);
+      if (keptProbes.length) cut.rpush(listKey, ...keptProbes.map((s) => JSON.stringify(s)));
+      if (keptTransfers) cut.ltrim(transfersKey, 0, keptTransfers - 1);
+      else cut.del(transfersKey);
+      await cut.exec();
+      this.reprobe(p, newest);
       this.wake?.();
-    } else if (win.suspect && p.pending[0]?.bytes !== sample.bytes) {
-      // A lone deviating sample: probe the same size again at once (ahead of anything queued).
-      p.pending.unshift({ bytes: sample.bytes, steady: false });
-      this.wake?.();
+    } else if (win.suspect && newest) {
+      // A lone deviating sample: probe again at once (ahead of anything queued). A transfer's size
+      // is no probe size, and the next transfer is on its way: a smallest probe adds a second size.
+      const bytes = newest.transfer ? Math.min(...this.opts.sizes) : newest.bytes;
+      if (p.pending[0]?.bytes !== bytes) {
+        p.pending.unshift({ bytes, steady: false });
+        this.wake?.();
+      }
     }
     const fit = fitLink(win.samples);
     const sizes = new Set(win.samples.map((s) => s.bytes)).size;
@@ -344,4 +386,18 @@ export class NetworkProfiler {
     };
     await this.redis.set(this.keys.linkFit(this.node, peer), JSON.stringify(profile));
   }
+}
+
+function parseSample(raw: unknown): LinkSample | undefined {
+  if (typeof raw !== 'string') return undefined;
+  try {
+    const s = JSON.parse(raw) as LinkSample;
+    return typeof s.bytes === 'number' && typeof s.seconds === 'number' && typeof s.at === 'number' ? s : undefined;
+  } catch {
+    return undefined; // a foreign or truncated entry: ignore it
+  }
+}
+
+function parseList(raw: unknown): LinkSample[] {
+  return Array.isArray(raw) ? raw.map(parseSample).filter((s): s is LinkSample => s !== undefined) : [];
 }

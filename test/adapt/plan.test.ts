@@ -3,7 +3,7 @@ import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import type { MappingRecord } from '../../config/events.js';
 import { planRemap } from '../../orchestrator/adapt/plan.js';
-import { execRecordsOf } from '../../orchestrator/adapt/records.js';
+import { execRecordsOf, keepRecords } from '../../orchestrator/adapt/records.js';
 import type { ExecRecord } from '../../profilers/models/exec-model.js';
 
 const NODES = ['node1', 'node2', 'node3'];
@@ -47,6 +47,30 @@ describe('adapt: re-mapping plan from the current models (orchestrator/adapt/pla
     expect(plan.lostNodes).to.deep.equal(['node1']);
     expect(plan.gain).to.equal(1);
     expect(plan.reason).to.include('node1');
+  });
+
+  it('moves asked for by hand are evaluated as they are: no mapper is looked up', () => {
+    const task = app.dagTasks[0]!;
+    const plan = planRemap({ app, snapshot: snapshot(app), records: [], current, mapper: 'no-such-mapper', target: { [task]: 'node2' } });
+    expect(plan.moves).to.deep.equal([{ task, from: 'node1', to: 'node2' }]);
+    expect(() => planRemap({ app, snapshot: snapshot(app), records: [], current, mapper: 'no-such-mapper' })).to.throw(/unknown mapper no-such-mapper/);
+  });
+
+  it('keeps the evidence of a node a task left (keepRecords): the task is not moved back onto the slow node', () => {
+    const slow: ExecRecord[] = app.dagTasks.flatMap((task) => Array.from({ length: 40 }, (_, i) => ({ task, node: 'node1', inBytes: 1000, seconds: 0.5, at: 1000 + i })));
+    // After the move the newest items show node2 only; a record older than the age limit goes.
+    const fresh: ExecRecord[] = app.dagTasks.flatMap((task) => Array.from({ length: 20 }, (_, i) => ({ task, node: 'node2', inBytes: 1000, seconds: 0.05, at: 2000 + i })));
+    const old = { task: app.dagTasks[0]!, node: 'node3', inBytes: 1000, seconds: 9, at: 1000 - 10 * 60_000 };
+    const kept = keepRecords(keepRecords([], [...slow, old], { now: 2000 }), fresh, { now: 2100 });
+    for (const task of app.dagTasks) {
+      expect(kept.filter((r) => r.task === task && r.node === 'node1')).to.have.length(30); // the newest 30 of 40
+      expect(kept.filter((r) => r.task === task && r.node === 'node2')).to.have.length(20);
+    }
+    expect(kept.filter((r) => r.node === 'node3')).to.deep.equal([]);
+    expect(keepRecords(kept, fresh, { now: 2100 })).to.have.length(kept.length); // read again: no duplicates
+    const onNode2 = { ...current, mapping: Object.fromEntries(app.dagTasks.map((t) => [t, 'node2'])) };
+    const plan = planRemap({ app, snapshot: snapshot(app), records: kept, current: onNode2, mapper: 'heft' });
+    expect(Object.values(plan.after.mapping)).to.not.include('node1');
   });
 
   it('reads the runners\' runtime records (rt hash fields) into execution records', () => {

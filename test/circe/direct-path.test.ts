@@ -15,6 +15,7 @@ import { DataPlane, ensureDataToken } from '../../circe/dataplane/plane.js';
 import { DataServer } from '../../circe/dataplane/server.js';
 import { NodeStore } from '../../circe/dataplane/store.js';
 import { readSettings } from '../../circe/queue/settings.js';
+import { LINK_TRANSFER_MIN_BYTES, type LinkTransfer } from '../../config/link-transfers.js';
 
 const PREFIX = 'jd:';
 const ID = 'a'.repeat(40);
@@ -120,6 +121,12 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     expect(store.usedBytes).to.equal(80_000);
   });
 
+  /** The transfers recorded on a link once `n` are there (the plane writes them without waiting). */
+  async function recorded(key: string, n: number): Promise<LinkTransfer[]> {
+    for (let i = 0; i < 50 && (await rig.client.llen(key)) < n; i++) await new Promise((r) => setTimeout(r, 20));
+    return (await rig.client.lrange(key, 0, -1)).map((x) => JSON.parse(x) as LinkTransfer);
+  }
+
   it('a receiver rides out an unreachable node: the fetch succeeds once the node answers again', async () => {
     const settings: PipelineSettings = { ...(await readSettings(rig.client, PREFIX, 'x')), dataPath: 'direct', fetchPatienceMs: 20_000 };
     const keys = appKeys(PREFIX, 'x');
@@ -150,6 +157,7 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     const keys = appKeys(PREFIX, 'x');
     await ensureDataToken(rig.client, keys);
     // The far node, seen from the wire: answers each GET after 80 ms, counting requests in flight.
+    const BODY = Buffer.alloc(LINK_TRANSFER_MIN_BYTES, 1);
     let inFlight = 0;
     let most = 0;
     const order: string[] = [];
@@ -159,27 +167,34 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
       order.push(req.url!.slice(-2));
       setTimeout(() => {
         inFlight--;
-        res.writeHead(200, { 'content-length': 4 }).end('data');
+        res.writeHead(200, { 'content-length': BODY.length }).end(BODY);
       }, 80);
     });
     await new Promise<void>((r) => far.listen(0, '127.0.0.1', () => r()));
     await rig.client.hset(keys.dataNodes('far'), `127.0.0.1:${(far.address() as { port: number }).port}`, String(Date.now()));
     const reader = await DataPlane.reader({ redis: rig.client, keys, settings, node: 'near', log: () => undefined });
     const ids = ['01', '02', '03', '04'].map((n) => `${'b'.repeat(38)}${n}`);
+    const t0 = performance.now();
     const got = await Promise.all(ids.map((id) => reader.fetch('far', id)));
-    expect(got.map((b) => b.toString())).to.deep.equal(['data', 'data', 'data', 'data']);
+    const wall = (performance.now() - t0) / 1000;
+    expect(got.every((b) => b.equals(BODY))).to.equal(true);
     expect(most).to.equal(1);
     expect(order).to.deep.equal(['01', '02', '03', '04']);
+    // Each transfer is link evidence for far -> near (config/link-transfers.ts), timed without
+    // its wait in the lane: transfers one after another add up to no more than the wall time.
+    const transfers = await recorded(keys.linkTransfers('far', 'near'), 4);
+    expect(transfers.map((t) => t.bytes)).to.deep.equal([BODY.length, BODY.length, BODY.length, BODY.length]);
+    expect(transfers.reduce((a, t) => a + t.seconds, 0)).to.be.at.most(wall);
     await new Promise<void>((r) => far.close(() => r()));
 
     // An unreachable node: three fetches asked together all give up after about one patience,
     // not one patience each in turn.
     const port = await freePort();
     await rig.client.hset(keys.dataNodes('gone'), `127.0.0.1:${port}`, String(Date.now()));
-    const t0 = Date.now();
+    const t1 = Date.now();
     const outcomes = await Promise.allSettled(ids.slice(0, 3).map((id) => reader.fetch('gone', id)));
     expect(outcomes.every((o) => o.status === 'rejected')).to.equal(true);
-    expect(Date.now() - t0).to.be.below(3 * 1200);
+    expect(Date.now() - t1).to.be.below(3 * 1200);
     await reader.close();
   });
 

@@ -184,3 +184,64 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     expect(budgetSplit(sizes, 125e6, 0.02, 3000)).to.deep.equal({ largestForced: false, fraction: 0.02 });
   });
 });
+
+describe('profilers: real transfers are link evidence (window.ts with config/link-transfers.ts samples)', () => {
+  const SEC = 1000;
+  const fast = tbf(25e6); // 200 Mbit/s
+  const slow = tbf(250e3); // 2 Mbit/s
+  /** The testbed's probes (3 s pace, sizes 10..1000 KB) and the stream's 1 MiB transfers (one every 200 ms) over 60 s. */
+  function steady(): LinkSample[] {
+    const rnd = prng(11);
+    const sizes = [10, 100, 500, 1000].map((k) => k * KB);
+    const probes = Array.from({ length: 20 }, (_, i) => {
+      const bytes = sizes[i % sizes.length]!;
+      return { bytes, seconds: fast(bytes) + 0.002 * rnd(), at: i * 3 * SEC };
+    });
+    const transfers = Array.from({ length: 16 }, (_, i) => ({ bytes: MIB, seconds: fast(MIB) + 0.01 * rnd(), at: 57 * SEC + i * 200, transfer: true }));
+    return [...probes, ...transfers];
+  }
+  const frame = (samples: LinkSample[]): number => {
+    const f = fitLink(samples)!;
+    return f.a * MIB * MIB + f.b * MIB + f.c;
+  };
+
+  it('on a steady link the transfers agree with the probes: no change, the fit keeps its bandwidth', () => {
+    const w = linkWindow(steady(), { now: 61 * SEC, maxAgeMs: 20 * MIN });
+    expect(w.changeAt).to.equal(undefined);
+    expect(w.suspect).to.equal(undefined);
+    expect(fitLink(w.samples)!.bandwidthBytesPerSec / 25e6).to.be.closeTo(1, 0.25);
+  });
+
+  it('throttled 200 -> 2 Mbit/s: the first 1 MiB transfer that takes 4 s makes the link suspect, the second marks the change', () => {
+    const T = 61 * SEC;
+    const first = { bytes: MIB, seconds: slow(MIB), at: T + 4200, transfer: true };
+    const w1 = linkWindow([...steady(), first], { now: first.at, maxAgeMs: 20 * MIN });
+    expect(w1).to.include({ suspect: true });
+    // The agent's re-probe (its smallest size) waits out the 3 s timeout behind the stream's queue.
+    const probe = { bytes: 10 * KB, seconds: 3, at: T + 7300, censored: true };
+    const second = { bytes: MIB, seconds: slow(MIB), at: T + 8400, transfer: true };
+    const w2 = linkWindow([...steady(), first, probe, second], { now: second.at, maxAgeMs: 20 * MIN });
+    expect(w2).to.include({ changeAt: first.at, direction: 'slower' });
+    expect(w2.samples).to.have.length(3);
+    // Two sizes, three samples: the fit has 1 MiB take seconds, not the old 42 ms.
+    expect(frame(w2.samples)).to.be.at.least(3);
+  });
+
+  it('a censored probe and a slow transfer together are a change already', () => {
+    const T = 61 * SEC;
+    const probe = { bytes: 500 * KB, seconds: 3, at: T + 3000, censored: true };
+    const first = { bytes: MIB, seconds: slow(MIB), at: T + 4200, transfer: true };
+    const w = linkWindow([...steady(), probe, first], { now: first.at, maxAgeMs: 20 * MIN });
+    expect(w).to.include({ changeAt: probe.at, direction: 'slower' });
+    // Two samples are no fit yet; the re-probe after the change (censored too) makes one.
+    expect(fitLink(w.samples)).to.equal(undefined);
+    const reprobe = { bytes: 1000 * KB, seconds: 3, at: T + 7300, censored: true };
+    expect(frame(linkWindow([...w.samples, reprobe], { now: reprobe.at, maxAgeMs: 20 * MIN }).samples)).to.be.at.least(0.42);
+  });
+
+  it('transfers slowed by sharing the link (twice as long, but by less than 100 ms) are no change', () => {
+    const shared = Array.from({ length: 6 }, (_, i) => ({ bytes: MIB, seconds: 2 * fast(MIB), at: 61 * SEC + i * 200, transfer: true }));
+    const w = linkWindow([...steady(), ...shared], { now: 63 * SEC, maxAgeMs: 20 * MIN });
+    expect(w.changeAt).to.equal(undefined);
+  });
+});

@@ -69,7 +69,7 @@ export function register(program: Command): void {
     .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
     .option('--json', 'print the plan as JSON')
     .action(action(async (appArg: string, flags: RemapFlags) => {
-      const [{ loadApp }, { connectToStack }, { readProfiles }, { readExecRecords }, { planRemap, remapMapper }, { mappers }, { redisKeys }, { readMapping }] = await Promise.all([
+      const [{ loadApp }, { connectToStack }, { readProfiles }, { readExecRecords }, { planRemap, remapMapper }, { mappers }, { redisKeys }, { readDeployment, readMapping }] = await Promise.all([
         import('../../../config/app/load.js'), import('../../connect.js'), import('../../profiles/read.js'), import('../../adapt/records.js'),
         import('../../adapt/plan.js'), import('../../../mappers/index.js'), import('../../../config/redis-keys.js'),
         import('../../deploy/record.js'),
@@ -79,8 +79,8 @@ export function register(program: Command): void {
       const { redis, prefix, cluster, url } = await connectToStack(flags.redis);
       try {
         const keys = redisKeys(prefix);
-        const current = await readMapping(redis, prefix, app.name);
-        if (!current) throw runtimeError(`${app.name} is not deployed (no mapping in Redis under ${keys.mapping(app.name)})`, { hint: `deploy it first: jupiter deploy ${appArg}` });
+        const [current, dep] = await Promise.all([readMapping(redis, prefix, app.name), readDeployment(redis, prefix, app.name)]);
+        if (!current || !dep) throw runtimeError(`${app.name} is not deployed (no mapping in Redis under ${keys.mapping(app.name)})`, { hint: `deploy it first: jupiter deploy ${appArg}` });
         const mapper = flags.mapper ?? remapMapper(current, cluster.mapper);
         const snapshot = await readProfiles(redis, { prefix });
         if (snapshot.nodes.length === 0) throw runtimeError('no live agents: there are no current models to re-map with', { hint: 'start the node agents (`jupiter agent --node <name>`)' });
@@ -96,7 +96,7 @@ export function register(program: Command): void {
           if (!flags.json) process.stdout.write('--dry-run: nothing recorded, nothing moved.\n');
         } else {
           const { moveTasks } = await import('../../adapt/move.js');
-          const res = await moveTasks({ redis, cluster, redisUrl: url }, app, plan, target ? 'manual' : plan.lostNodes.length ? 'lost-node' : 'manual');
+          const res = await moveTasks({ redis, cluster, redisUrl: url }, app, plan, target ? 'manual' : plan.lostNodes.length ? 'lost-node' : 'manual', { dep, current });
           if (flags.json) process.stdout.write(`${JSON.stringify({ ...plan, problem: undefined, moved: res.event.moves, movedMs: res.movedMs }, null, 2)}\n`);
           else process.stdout.write(`Moved ${res.event.moves.map((m) => `${m.task} ${m.from} -> ${m.to}`).join(', ')} live in ${(res.movedMs / 1000).toFixed(1)} s (published on jupiter/${app.name}/remap).\n`);
         }

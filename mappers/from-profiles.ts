@@ -18,7 +18,10 @@
 //   (1 ms + 1 Gbit/s).
 // - Resources: cpuMean/memMean (running means, as the original used), else cpuPercent/memPercent.
 // - Measured control costs (profiles.overheads): a node's invokeSec becomes its
-//   invokeOverheadSec, its hopSec its hopOverheadSec.
+//   invokeOverheadSec (or its taskCpuSec, a no-op task's CPU through the real runner, when
+//   larger), its hopSec its hopOverheadSec.
+// - Hosts: a node's resources name its machine (`host`) and cores; nodes on one machine share
+//   them (Problem.hostCores).
 // - Home hops, when the profile measured any home link or overhead: the entry tasks receive
 //   `sourceBytes` from the home, the tasks listing `home` as a child send it their share of their
 //   output; over the profiled home <-> node links (missing: defaultLink).
@@ -120,14 +123,23 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
       const mem = r ? (Number.isFinite(r.memMean) ? r.memMean : r.memPercent) : undefined;
       if (cpu !== undefined && Number.isFinite(cpu) && cpu >= 0) node.cpuPercent = cpu;
       if (mem !== undefined && Number.isFinite(mem) && mem >= 0) node.memPercent = mem;
+      if (r?.host) node.host = r.host;
       return node;
     }),
     exec,
     links,
   };
+  // Nodes on one machine share its cores (the embedded default's logical nodes).
+  const cores: Record<string, number> = {};
+  for (const name of nodes) {
+    const r = res.get(name);
+    if (r?.host && Number.isFinite(r.cores) && r.cores >= 1) cores[r.host] = Math.floor(r.cores);
+  }
+  if (Object.keys(cores).length) problem.hostCores = cores;
   const overheads = (profiles.overheads ?? []).filter((o) => nodes.includes(o.node));
   if (overheads.length) {
-    problem.invokeOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.invokeSec)]));
+    // A task's CPU through the real runner when measured: the empty call's round trip is part of it.
+    problem.invokeOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.invokeSec, o.taskCpuSec ?? 0)]));
     problem.hopOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.hopSec)]));
   }
   const homeLinks = nodes.filter((n) => prof.has(`${HOME}\u0000${n}`) || prof.has(`${n}\u0000${HOME}`));

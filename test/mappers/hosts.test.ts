@@ -68,7 +68,7 @@ describe('mappers: nodes sharing a host', () => {
     expect(problemErrors(fan({ hostCores: { z: 2 } })).join('\n')).to.match(/\/hostCores\/z: no node names host "z"/);
   });
 
-  it('problemFromProfiles: hosts and cores from the resource profiles, a task\'s CPU through the runner as its invocation cost', async () => {
+  it('problemFromProfiles: hosts and cores from the resource profiles, a task\'s CPU through the runner as its invocation cost where nodes outnumber the cores', async () => {
     const app = await loadApp('apps/dummy');
     const now = Date.now();
     const res = (node: string, host: string) => ({ node, host, cpuPercent: 1, cpuMean: 1, memPercent: 1, memMean: 1, cores: 2, load1: 0, freeMemBytes: 1e9, updatedAt: now });
@@ -87,5 +87,8 @@ describe('mappers: nodes sharing a host', () => {
     expect(p.hostCores).to.deep.equal({ box: 2 });
     expect(p.invokeOverheadSec).to.deep.equal({ node1: 0.009, node2: 0.001 });
     expect(problemErrors(p)).to.deep.equal([]);
+    // Each node on a machine of its own (a testbed host): a core is free, the idle call counts.
+    const own = problemFromProfiles(app, { ...snap, nodes: [res('node1', 'a'), res('node2', 'b'), res('node3', 'c')] }, { nodes: ['node1', 'node2', 'node3'] });
+    expect(own.invokeOverheadSec).to.deep.equal({ node1: 0.001, node2: 0.001 });
   });
 });

@@ -155,6 +155,8 @@ export interface NodeResources {
   memPercent: number;
   memMean: number;
   cores: number;
+  /** The machine the node runs on (its hostname): nodes on one host share its cores. */
+  host?: string;
   load1: number;
   freeMemBytes: number;
   /** ms since epoch */
@@ -205,6 +207,11 @@ export interface NodeOverhead {
   hopSec: number;
   /** A runner's work around one task call on this node: an empty invocation plus its Redis round trips. */
   invokeSec: number;
+  /**
+   * CPU seconds one no-op task costs through the real runner on this node (runner, Python worker
+   * and Redis together; profilers/overhead/task-probe.ts). Absent where no Python task can run.
+   */
+  taskCpuSec?: number;
   /** Probes behind the medians. */
   samples: number;
   updatedAt: number;

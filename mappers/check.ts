@@ -2,7 +2,8 @@
 // its execution time, every input present before the start (from the predecessor's primary copy
 // or any duplicate of it, plus the transfer time between their nodes), no two slots overlapping
 // on a node, and the makespan equal to the last finish (plus its sink hop home, when the problem
-// has home hops; inputs from the home arrive after the source hop). Duplicates are checked the same way.
+// has home hops; inputs from the home arrive after the source hop), no more tasks at once on a
+// shared host than its cores (Problem.hostCores). Duplicates are checked the same way.
 import type { Problem } from './problem.js';
 import { comm, compile } from './compile.js';
 import type { DuplicateSlot, MapResult, Slot } from './result.js';
@@ -83,6 +84,19 @@ export function checkSchedule(problem: Problem, result: Pick<MapResult, 'schedul
       const a = list[i - 1] as { what: string; finish: number };
       const b = list[i] as { what: string; start: number };
       if (b.start + eps < a.finish) errors.push(`node ${node}: ${a.what} and ${b.what} overlap`);
+    }
+  }
+  // Shared hosts: never more of their nodes' tasks at once than they have cores.
+  const byHost = new Map<number, Array<{ what: string; start: number; finish: number }>>();
+  for (const [node, list] of byNode) {
+    const h = cp.hostOf[cp.nodeIndex.get(node) as number] as number;
+    if (h >= 0) byHost.set(h, [...(byHost.get(h) ?? []), ...list]);
+  }
+  for (const [h, list] of byHost) {
+    const cap = cp.hostCap[h] as number;
+    for (const x of list) {
+      const running = list.filter((y) => y.start <= x.start + eps && y.finish > x.start + eps && y.finish - y.start > eps);
+      if (running.length > cap) errors.push(`host of ${x.what}: ${running.length} tasks run at ${x.start} on ${cap} core(s)`);
     }
   }
   if (result.makespan !== undefined && Math.abs(result.makespan - last) > eps) errors.push(`makespan ${result.makespan} is not the last finish (sink hops included) ${last}`);

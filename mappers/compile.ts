@@ -47,6 +47,14 @@ export interface Compiled {
   /** Resource figures (NaN = unknown). */
   cpu: Float64Array;
   mem: Float64Array;
+  /**
+   * Shared hosts that limit: hostOf[p] = index of node p's host, -1 when its host cannot hold
+   * back its nodes (no host, no cores given, or at least as many cores as nodes on it);
+   * hostCap[h] = its cores. H = 0: no limit anywhere (the plain per-node model).
+   */
+  H: number;
+  hostOf: Int32Array;
+  hostCap: Int32Array;
 }
 
 const cache = new WeakMap<Problem, Compiled>();
@@ -266,11 +274,25 @@ export function compile(problem: Problem): Compiled {
     mem[p] = n.memPercent ?? NaN;
   });
 
+  const hostOf = new Int32Array(P).fill(-1);
+  const caps: number[] = [];
+  const onHost = new Map<string, number[]>();
+  problem.nodes.forEach((n, p) => {
+    if (n.host !== undefined) onHost.set(n.host, [...(onHost.get(n.host) ?? []), p]);
+  });
+  for (const [h, ps] of onHost) {
+    const cores = problem.hostCores?.[h];
+    if (cores === undefined || cores >= ps.length) continue;
+    for (const p of ps) hostOf[p] = caps.length;
+    caps.push(Math.max(1, Math.floor(cores)));
+  }
+
   const cp: Compiled = {
     problem, T, P, taskNames, nodeNames, taskIndex, nodeIndex, exec, meanExec,
     predStart, predTask, predBytes, succStart, succTask, succBytes,
     linkA, linkB, linkC, meanA: sa / pairs, meanB: sb / pairs, meanC: sc / pairs,
     topo, topoPos, srcReady, sinkCost, meanSrc, meanSink, cpu, mem,
+    H: caps.length, hostOf, hostCap: Int32Array.from(caps),
   };
   cache.set(problem, cp);
   return cp;

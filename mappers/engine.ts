@@ -20,6 +20,9 @@ export interface ListState {
   busyFinish: number[][];
   /** Extra copies per task (heft-dup only). */
   dups: Map<number, Copy[]>;
+  /** Busy intervals per limiting host (Compiled.hostOf), unsorted, overlapping up to its cores. */
+  hostStart: number[][];
+  hostFinish: number[][];
 }
 
 export function createState(cp: Compiled): ListState {
@@ -31,6 +34,8 @@ export function createState(cp: Compiled): ListState {
     busyStart: Array.from({ length: cp.P }, () => []),
     busyFinish: Array.from({ length: cp.P }, () => []),
     dups: new Map(),
+    hostStart: Array.from({ length: cp.H }, () => []),
+    hostFinish: Array.from({ length: cp.H }, () => []),
   };
 }
 
@@ -94,8 +99,56 @@ export function findSlotIn(starts: number[], finishes: number[], ready: number, 
   return t;
 }
 
+/**
+ * When [t, t+dur) fits on a host already running the given intervals with `cap` cores: -1 if it
+ * fits, else the earliest finish after t among the intervals in the way. No start between t and
+ * that finish can fit (every interval that fills the host somewhere in the window still runs
+ * then), so a search may jump there.
+ */
+export function hostBlocked(starts: number[], finishes: number[], cap: number, t: number, dur: number): number {
+  const end = t + Math.max(dur, 0);
+  let next = Infinity;
+  const points = [t];
+  for (let i = 0; i < starts.length; i++) {
+    const s = starts[i] as number;
+    const f = finishes[i] as number;
+    if (f <= t || (s >= end && dur > 0) || (dur <= 0 && s > t)) continue;
+    if (f < next) next = f;
+    if (s > t) points.push(s);
+  }
+  for (const x of points) {
+    let n = 0;
+    for (let i = 0; i < starts.length; i++) if ((starts[i] as number) <= x && (finishes[i] as number) > x) n++;
+    if (n >= cap) return next;
+  }
+  return -1;
+}
+
+/** Earliest start >= ready where node p is idle for dur and its host (if limiting) has a free core. */
+export function findSlotShared(st: ListState, p: number, ready: number, dur: number): number {
+  const ns = st.busyStart[p] as number[];
+  const nf = st.busyFinish[p] as number[];
+  let t = findSlotIn(ns, nf, ready, dur);
+  const h = st.cp.hostOf[p] as number;
+  if (h < 0) return t;
+  for (;;) {
+    const u = hostBlocked(st.hostStart[h] as number[], st.hostFinish[h] as number[], st.cp.hostCap[h] as number, t, dur);
+    if (u < 0) return t;
+    t = findSlotIn(ns, nf, u, dur);
+  }
+}
+
 export function findSlot(st: ListState, p: number, ready: number, dur: number): number {
+  if (st.cp.H > 0) return findSlotShared(st, p, ready, dur);
   return findSlotIn(st.busyStart[p] as number[], st.busyFinish[p] as number[], ready, dur);
+}
+
+/** Mark [start, finish) busy on node p's host too, when that host limits. */
+export function occupyHost(st: ListState, p: number, start: number, finish: number): void {
+  const h = st.cp.hostOf[p] as number;
+  if (h < 0) return;
+  (st.hostStart[h] as number[]).push(start);
+  (st.hostFinish[h] as number[]).push(finish);
 }
 
 /** Mark [start, finish) busy on node p. */
@@ -112,6 +165,7 @@ export function place(st: ListState, t: number, p: number, start: number): void 
   st.start[t] = start;
   st.finish[t] = finish;
   occupy(st.busyStart[p] as number[], st.busyFinish[p] as number[], start, finish);
+  occupyHost(st, p, start, finish);
 }
 
 /**

@@ -18,7 +18,11 @@
 //   (1 ms + 1 Gbit/s).
 // - Resources: cpuMean/memMean (running means, as the original used), else cpuPercent/memPercent.
 // - Measured control costs (profiles.overheads): a node's invokeSec becomes its
-//   invokeOverheadSec, its hopSec its hopOverheadSec.
+//   invokeOverheadSec, its hopSec its hopOverheadSec; on a machine more nodes share than it has
+//   cores, the invocation costs the node's taskCpuSec (a no-op task's CPU through the real
+//   runner) when larger: there tasks queue for the cores.
+// - Hosts: a node's resources name its machine (`host`) and cores; nodes on one machine share
+//   them (Problem.hostCores).
 // - Home hops, when the profile measured any home link or overhead: the entry tasks receive
 //   `sourceBytes` from the home, the tasks listing `home` as a child send it their share of their
 //   output; over the profiled home <-> node links (missing: defaultLink).
@@ -120,14 +124,31 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
       const mem = r ? (Number.isFinite(r.memMean) ? r.memMean : r.memPercent) : undefined;
       if (cpu !== undefined && Number.isFinite(cpu) && cpu >= 0) node.cpuPercent = cpu;
       if (mem !== undefined && Number.isFinite(mem) && mem >= 0) node.memPercent = mem;
+      if (r?.host) node.host = r.host;
       return node;
     }),
     exec,
     links,
   };
+  // Nodes on one machine share its cores (the embedded default's logical nodes).
+  const cores: Record<string, number> = {};
+  for (const name of nodes) {
+    const r = res.get(name);
+    if (r?.host && Number.isFinite(r.cores) && r.cores >= 1) cores[r.host] = Math.floor(r.cores);
+  }
+  if (Object.keys(cores).length) problem.hostCores = cores;
+  const nodesOn = new Map<string, number>();
+  for (const n of problem.nodes) if (n.host) nodesOn.set(n.host, (nodesOn.get(n.host) ?? 0) + 1);
+  const contended = (node: string): boolean => {
+    const h = problem.nodes.find((n) => n.name === node)?.host;
+    return h !== undefined && cores[h] !== undefined && (nodesOn.get(h) ?? 0) > (cores[h] as number);
+  };
   const overheads = (profiles.overheads ?? []).filter((o) => nodes.includes(o.node));
   if (overheads.length) {
-    problem.invokeOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.invokeSec)]));
+    // Where more nodes than cores share a machine, tasks queue for its cores: a task costs what it
+    // takes of them, its CPU through the real runner. Elsewhere a core is free when a task comes,
+    // and what it waits for is the idle round trips of the empty call.
+    problem.invokeOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.invokeSec, contended(o.node) ? o.taskCpuSec ?? 0 : 0)]));
     problem.hopOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.hopSec)]));
   }
   const homeLinks = nodes.filter((n) => prof.has(`${HOME}\u0000${n}`) || prof.has(`${n}\u0000${HOME}`));

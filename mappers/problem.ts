@@ -34,6 +34,11 @@ export interface ProblemNode {
   cpuPercent?: number;
   /** Running-mean memory use in percent (WAVE greedy); missing counts as "very busy". */
   memPercent?: number;
+  /**
+   * The machine this node runs on. Nodes naming the same host share its `hostCores`: at most that
+   * many of their tasks run at once (the embedded default's logical nodes all share one machine).
+   */
+  host?: string;
 }
 
 export interface ProblemEdge {
@@ -90,6 +95,12 @@ export interface Problem {
   hopOverheadSec?: Record<string, number>;
   /** Source and sink hops over the home's links (optional). */
   home?: ProblemHome;
+  /**
+   * Cores of each host named by `nodes[].host`: the tasks of all nodes on that host never run more
+   * than this many at once (each node still runs one at a time). A host not listed, or a node
+   * without a host, is not limited beyond its own node.
+   */
+  hostCores?: Record<string, number>;
 }
 
 const linkModelSchema = {
@@ -147,6 +158,7 @@ export const problemSchema = {
           name: { type: 'string', minLength: 1 },
           cpuPercent: { type: 'number', minimum: 0 },
           memPercent: { type: 'number', minimum: 0 },
+          host: { type: 'string', minLength: 1 },
         },
       },
     },
@@ -167,6 +179,7 @@ export const problemSchema = {
     entryNodes: { type: 'object', additionalProperties: { type: 'string' } },
     invokeOverheadSec: perNodeSeconds,
     hopOverheadSec: perNodeSeconds,
+    hostCores: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 } },
     home: {
       type: 'object',
       required: ['sources', 'sinks'],
@@ -257,6 +270,8 @@ export function problemErrors(value: unknown): string[] {
   for (const field of ['invokeOverheadSec', 'hopOverheadSec'] as const) {
     for (const n of Object.keys(p[field] ?? {})) if (!nodes.has(n)) errors.push(`/${field}/${n}: unknown node "${n}"`);
   }
+  const hosts = new Set(p.nodes.map((n) => n.host).filter((h): h is string => h !== undefined));
+  for (const h of Object.keys(p.hostCores ?? {})) if (!hosts.has(h)) errors.push(`/hostCores/${h}: no node names host "${h}"`);
   if (p.home) {
     for (const side of ['sources', 'sinks'] as const) {
       const seen = new Set<string>();

@@ -14,7 +14,7 @@ import type { Problem } from './problem.js';
 import type { Compiled } from './compile.js';
 import { comm, compile } from './compile.js';
 import type { MapResult } from './result.js';
-import { createState, dataReady, findSlot, place, toResult } from './engine.js';
+import { createState, dataReady, findSlot, hostBlocked, place, toResult } from './engine.js';
 import { orderByPriority, upwardRanks } from './ranks.js';
 
 export type SimPolicy = 'non-delay' | 'insertion';
@@ -57,17 +57,39 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
   if (policy === 'insertion') {
     const bs: number[][] = Array.from({ length: P }, () => []);
     const bf: number[][] = Array.from({ length: P }, () => []);
+    const hs: number[][] = Array.from({ length: cp.H }, () => []);
+    const hf: number[][] = Array.from({ length: cp.H }, () => []);
     return (nodeOf) => {
       for (let p = 0; p < P; p++) {
         (bs[p] as number[]).length = 0;
         (bf[p] as number[]).length = 0;
+      }
+      for (let h = 0; h < cp.H; h++) {
+        (hs[h] as number[]).length = 0;
+        (hf[h] as number[]).length = 0;
       }
       let makespan = 0;
       for (let k = 0; k < T; k++) {
         const t = order[k] as number;
         const p = nodeOf[t] as number;
         const w = cp.exec[t * P + p] as number;
-        const s = slot(bs[p] as number[], bf[p] as number[], inputsReady(nodeOf, t), w);
+        const h = cp.hostOf[p] as number;
+        let s: number;
+        if (h < 0) s = slot(bs[p] as number[], bf[p] as number[], inputsReady(nodeOf, t), w);
+        else {
+          // The node's earliest gap where its host also has a core free (see findSlotShared).
+          const cap = cp.hostCap[h] as number;
+          let r = inputsReady(nodeOf, t);
+          for (;;) {
+            s = gap(bs[p] as number[], bf[p] as number[], r, w);
+            const u = hostBlocked(hs[h] as number[], hf[h] as number[], cap, s, w);
+            if (u < 0) break;
+            r = u;
+          }
+          slot(bs[p] as number[], bf[p] as number[], s, w);
+          (hs[h] as number[]).push(s);
+          (hf[h] as number[]).push(s + w);
+        }
         finish[t] = s + w;
         const end = s + w + (cp.sinkCost[t * P + p] as number);
         if (end > makespan) makespan = end;
@@ -75,8 +97,11 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
       return makespan;
     };
   }
+  // Shared hosts: when each of a host's cores is next free (a task takes the earliest one).
+  const coreFree: Float64Array[] = Array.from({ length: cp.H }, (_, h) => new Float64Array(cp.hostCap[h] as number));
   return (nodeOf) => {
     nodeFree.fill(0);
+    for (const c of coreFree) c.fill(0);
     let n = 0;
     for (let t = 0; t < T; t++) {
       remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
@@ -89,10 +114,10 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
     for (let done = 0; done < T; done++) {
       let bi = 0;
       let bt = list[0] as number;
-      let bsv = Math.max(readyAt[bt] as number, nodeFree[nodeOf[bt] as number] as number);
+      let bsv = Math.max(readyAt[bt] as number, free(nodeOf[bt] as number));
       for (let i = 1; i < n; i++) {
         const t = list[i] as number;
-        const s = Math.max(readyAt[t] as number, nodeFree[nodeOf[t] as number] as number);
+        const s = Math.max(readyAt[t] as number, free(nodeOf[t] as number));
         if (s < bsv || (s === bsv && ((rank[t] as number) > (rank[bt] as number) || (rank[t] === rank[bt] && (cp.topoPos[t] as number) < (cp.topoPos[bt] as number))))) {
           bi = i;
           bt = t;
@@ -105,6 +130,7 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
       start[bt] = bsv;
       finish[bt] = f;
       nodeFree[p] = f;
+      takeCore(coreFree, cp, p, f);
       const end = f + (cp.sinkCost[bt * P + p] as number);
       if (end > makespan) makespan = end;
       for (let i = cp.succStart[bt] as number; i < (cp.succStart[bt + 1] as number); i++) {
@@ -117,6 +143,38 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
     }
     return makespan;
   };
+  function free(p: number): number {
+    const nf = nodeFree[p] as number;
+    const h = cp.hostOf[p] as number;
+    return h < 0 ? nf : Math.max(nf, earliestCore(coreFree[h] as Float64Array).at);
+  }
+}
+
+/** The core of a host that is free first. */
+function earliestCore(c: Float64Array): { i: number; at: number } {
+  let i = 0;
+  for (let k = 1; k < c.length; k++) if ((c[k] as number) < (c[i] as number)) i = k;
+  return { i, at: c[i] as number };
+}
+
+/** A task on node p runs until f: on a shared host it holds the core that was free first. */
+function takeCore(coreFree: Float64Array[], cp: Compiled, p: number, f: number): void {
+  const h = cp.hostOf[p] as number;
+  if (h < 0) return;
+  const c = coreFree[h] as Float64Array;
+  c[earliestCore(c).i] = f;
+}
+
+/** The earliest gap >= ready of length dur in a node's sorted busy list (without taking it). */
+function gap(starts: number[], finishes: number[], ready: number, dur: number): number {
+  let t = ready;
+  let i = 0;
+  while (i < finishes.length && (finishes[i] as number) <= ready) i++;
+  for (; i < starts.length; i++) {
+    if (t + dur <= (starts[i] as number)) break;
+    if ((finishes[i] as number) > t) t = finishes[i] as number;
+  }
+  return t;
 }
 
 function slot(starts: number[], finishes: number[], ready: number, dur: number): number {
@@ -149,6 +207,11 @@ export function simulateCompiled(cp: Compiled, nodeOf: Int32Array, policy: SimPo
   const remaining = new Int32Array(cp.T);
   const readyAt = new Float64Array(cp.T);
   const nodeFree = new Float64Array(cp.P);
+  const coreFree: Float64Array[] = Array.from({ length: cp.H }, (_, h) => new Float64Array(cp.hostCap[h] as number));
+  const free = (p: number): number => {
+    const h = cp.hostOf[p] as number;
+    return h < 0 ? (nodeFree[p] as number) : Math.max(nodeFree[p] as number, earliestCore(coreFree[h] as Float64Array).at);
+  };
   const list: number[] = [];
   for (let t = 0; t < cp.T; t++) {
     remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
@@ -163,7 +226,7 @@ export function simulateCompiled(cp: Compiled, nodeOf: Int32Array, policy: SimPo
     for (let i = 0; i < list.length; i++) {
       const t = list[i] as number;
       const bt = list[bi] as number;
-      const s = Math.max(readyAt[t] as number, nodeFree[nodeOf[t] as number] as number);
+      const s = Math.max(readyAt[t] as number, free(nodeOf[t] as number));
       if (s < bsv || (s === bsv && ((rank[t] as number) > (rank[bt] as number) || (rank[t] === rank[bt] && (cp.topoPos[t] as number) < (cp.topoPos[bt] as number))))) {
         bi = i;
         bsv = s;
@@ -175,6 +238,7 @@ export function simulateCompiled(cp: Compiled, nodeOf: Int32Array, policy: SimPo
     const p = nodeOf[t] as number;
     place(st, t, p, bsv);
     nodeFree[p] = st.finish[t] as number;
+    takeCore(coreFree, cp, p, st.finish[t] as number);
     for (let i = cp.succStart[t] as number; i < (cp.succStart[t + 1] as number); i++) {
       const s = cp.succTask[i] as number;
       if (--(remaining[s] as number) === 0) {

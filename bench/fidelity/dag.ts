@@ -18,7 +18,9 @@ import { profileApp } from '../../profilers/exec/profile-app.js';
 import { measureHomeLinks, measureOverhead } from '../../profilers/overhead/prober.js';
 import { mappers, problemFromProfiles } from '../../mappers/index.js';
 import { writeCcrApp } from '../scale/ccr-app.js';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, hostname } from 'node:os';
+import { cpuUs, descendants } from '../proc-cpu.js';
 
 const NODES = ['node1', 'node2', 'node3'];
 const PREFIX = 'jbenchfid:';
@@ -31,7 +33,9 @@ export interface DagRow {
   predictedWithoutCostsMs: number;
   measuredP50Ms: number;
   ratio: number;
-  overheads: { hopMs: number; invokeMs: number };
+  overheads: { hopMs: number; invokeMs: number; taskCpuMs: number };
+  /** The same mapping on three nodes of their own (no shared host): what the model predicted before the hosts. */
+  predictedUnsharedMs: number;
   /** What the runtime records say an item paid (medians over tasks and items, ms): a task's start after its last input's finish, a task's run. */
   observed: { hopMs: number; runMs: number; profiledExecMs: number };
 }
@@ -42,6 +46,27 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** CPU µs of this process's descendants by kind (node hosts, Python workers, Redis), by pid. */
+function cpuByKind(): Map<number, { kind: string; us: number }> {
+  const out = new Map<number, { kind: string; us: number }>();
+  for (const p of descendants(process.pid)) {
+    let comm = '';
+    try {
+      comm = readFileSync(`/proc/${p}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const us = cpuUs(p);
+    if (Number.isFinite(us)) out.set(p, { kind: /python/i.test(comm) ? 'python' : comm.startsWith('redis') ? 'redis' : 'node', us });
+  }
+  return out;
+}
+function cpuDelta(a: Map<number, { kind: string; us: number }>, b: Map<number, { kind: string; us: number }>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [p, v] of b) out[v.kind] = (out[v.kind] ?? 0) + (v.us - (a.get(p)?.us ?? 0)) / 1000;
+  return out;
+}
 
 async function waitReady(redis: Redis, app: AppSpec, timeoutMs: number): Promise<void> {
   const key = appKeys(PREFIX, app.name).ready;
@@ -63,6 +88,7 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
   const runtime = new ProcessRuntime({ runsDir: join(root, 'runs'), stopGraceSec: 20 });
   const keys = redisKeys(PREFIX);
   const rows: DagRow[] = [];
+  const timeline: unknown[] = [];
   try {
     // The control costs and home links of each logical node, one node after the other, as its agent measures them.
     const overheads = [];
@@ -73,7 +99,8 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
     }
     const hopMs = median(overheads.map((o) => o.hopSec)) * 1000;
     const invokeMs = median(overheads.map((o) => o.invokeSec)) * 1000;
-    log(`  measured per node: empty hop ${hopMs.toFixed(2)} ms, empty invocation ${invokeMs.toFixed(2)} ms`);
+    const taskCpuMs = median(overheads.map((o) => o.taskCpuSec ?? 0)) * 1000;
+    log(`  measured per node: empty hop ${hopMs.toFixed(2)} ms, empty invocation ${invokeMs.toFixed(2)} ms, a no-op task through the runner ${taskCpuMs.toFixed(2)} ms CPU`);
     for (const size of sizes) {
       const app = await loadApp(writeCcrApp(root, `fidccr${size}`, { tasks: size, seed: 17 }));
       log(`dag: ${size} tasks: execution profile on ${NODES.length} nodes ...`);
@@ -81,7 +108,8 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
       const now = Date.now();
       const snap: ProfileSnapshot = {
         takenAt: now,
-        nodes: NODES.map((node) => ({ node, cpuPercent: 10, cpuMean: 10, memPercent: 10, memMean: 10, cores: 2, load1: 0, freeMemBytes: 1e9, updatedAt: now })),
+        // One machine: the three logical nodes share its cores, as the agents' resource profiles say.
+        nodes: NODES.map((node) => ({ node, cpuPercent: 10, cpuMean: 10, memPercent: 10, memMean: 10, cores: cpus().length, host: hostname(), load1: 0, freeMemBytes: 1e9, updatedAt: now })),
         links: [],
         exec: res.flatMap((r) => r.profiles),
         overheads,
@@ -89,10 +117,12 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
       };
       const problem = problemFromProfiles(app, snap, { nodes: NODES });
       const bare = problemFromProfiles(app, { ...snap, overheads: undefined, homeLinks: undefined }, { nodes: NODES });
+      const unshared = { ...problem, hostCores: undefined };
       const r = mappers.heft!(problem);
       const { simulate } = await import('../../mappers/index.js');
       const without = simulate(bare, r.mapping).makespan;
-      log(`  HEFT: predicted ${(r.makespan * 1000).toFixed(1)} ms (without the measured costs ${(without * 1000).toFixed(1)} ms); starting ${size} runners + sink ...`);
+      const unsharedMs = simulate(unshared, r.mapping, { policy: 'insertion' }).makespan * 1000;
+      log(`  HEFT: predicted ${(r.makespan * 1000).toFixed(1)} ms (nodes not sharing the host's ${cpus().length} cores: ${unsharedMs.toFixed(1)} ms; without the measured costs ${(without * 1000).toFixed(1)} ms); starting ${size} runners + sink ...`);
       await configureApp(redis, PREFIX, app.name, {});
       const spec = (task: string, node: string): RunnerSpec => ({ app: app.name, task, node, runId: 'bench', redisUrl: server.url, redisPrefix: PREFIX });
       await Promise.all([
@@ -111,11 +141,20 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
         for (let i = 0; i < items + 2; i++) {
           const f = join(dir, `${i + 1}x.txt`);
           writeFileSync(f, `item ${i + 1}\n`);
+          const c0 = cpuByKind();
           const [it] = await submitItems(redis, PREFIX, app, [f], { runId: 'bench' });
           const [done] = await waitForItems(redis, PREFIX, app.name, [it!.item], { timeoutMs: 120_000, pollMs: 5 });
           if (!done?.done || done.failed) throw new Error(`${app.name}: item ${it!.item} not delivered`);
           const span = Number(await redis.hget(appKeys(PREFIX, app.name).item(it!.item), 'makespanMs'));
           if (i < 2) continue; // two warm-up items
+          const cpu = cpuDelta(c0, cpuByKind());
+          if (process.env.BENCH_TIMELINE) {
+            const rt0 = await redis.hgetall(appKeys(PREFIX, app.name).rt(it!.item));
+            const entered = Number(await redis.hget(appKeys(PREFIX, app.name).item(it!.item), 'enteredAt'));
+            timeline.push({ size, item: i, makespanMs: span, cpu, tasks: app.tasks.filter((x) => x.isDag).map((t) => ({ task: t.name, node: r.mapping[t.name], parents: parentsOf.get(t.name) ?? [], enter: Number(rt0[`${t.name}|enter`]) - entered, start: Number(rt0[`${t.name}|start`]) - entered, finish: Number(rt0[`${t.name}|finish`]) - entered })), predicted: Object.entries(r.schedule).map(([task, x]) => ({ task, node: x.node, start: x.start * 1000, finish: x.finish * 1000 })) });
+            writeFileSync(process.env.BENCH_TIMELINE, JSON.stringify(timeline, null, 1));
+          }
+          log(`    item ${i}: ${span} ms, CPU ms ${Object.entries(cpu).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
           ms.push(span);
           const rt = await redis.hgetall(appKeys(PREFIX, app.name).rt(it!.item));
           const at = (t: string, f: string): number => Number(rt[`${t}|${f}`]);
@@ -127,7 +166,7 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
         }
         const measured = median(ms);
         const observed = { hopMs: median(hops), runMs: median(runs), profiledExecMs: median(snap.exec.map((e) => e.durationSec * 1000)) };
-        const row = { tasks: size, mapper: 'heft', predictedMs: r.makespan * 1000, predictedWithoutCostsMs: without * 1000, measuredP50Ms: measured, ratio: measured / (r.makespan * 1000), overheads: { hopMs, invokeMs }, observed };
+        const row = { tasks: size, mapper: 'heft', predictedMs: r.makespan * 1000, predictedWithoutCostsMs: without * 1000, measuredP50Ms: measured, ratio: measured / (r.makespan * 1000), overheads: { hopMs, invokeMs, taskCpuMs }, predictedUnsharedMs: unsharedMs, observed };
         log(`  runtime records: a task starts ${observed.hopMs.toFixed(1)} ms after its last input's finish (p50), runs ${observed.runMs.toFixed(1)} ms (profiled ${observed.profiledExecMs.toFixed(2)} ms)`);
         log(`  ${items} isolated items: p50 ${measured.toFixed(1)} ms = ${row.ratio.toFixed(2)}x the prediction (${(measured / row.predictedWithoutCostsMs).toFixed(1)}x the model without costs)`);
         rows.push(row);

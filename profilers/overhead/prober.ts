@@ -20,6 +20,7 @@ import type { Keys } from '../../config/redis-keys.js';
 import { HOME, type LinkProfile, type NodeOverhead } from '../../config/types.js';
 import { Queue, Worker, type Redis } from '../../circe/queue/libs.js';
 import { PythonWorker } from '../../circe/invoke/python.js';
+import { measureTaskCost } from './task-probe.js';
 
 export interface OverheadOptions {
   /** ms between measurements (the first runs at start). */
@@ -104,7 +105,9 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
     await py.close().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   }
-  return { node, hopSec: median(hops) + roundTrip, invokeSec: call + 2 * roundTrip, samples, updatedAt: Date.now() };
+  // A no-op task through the real runner, as CPU time (what tasks sharing cores queue behind).
+  const task = call > 0 ? await measureTaskCost(redis, '', keys.prefix, node, 10) : undefined;
+  return { node, hopSec: median(hops) + roundTrip, invokeSec: call + 2 * roundTrip, ...(task ? { taskCpuSec: task.cpuSec } : {}), samples, updatedAt: Date.now() };
 }
 
 /** Fits of node -> home (SET) and home -> node (GET) on the home's Redis. */
@@ -138,7 +141,8 @@ const EARLY_ROUNDS_MS = [200, 10_000, 30_000];
 /** The median round's figures (each figure on its own), stamped with the newest round's time. */
 export function smooth(rounds: NodeOverhead[]): NodeOverhead {
   const last = rounds[rounds.length - 1]!;
-  return { ...last, hopSec: median(rounds.map((r) => r.hopSec)), invokeSec: median(rounds.map((r) => r.invokeSec)), samples: rounds.reduce((a, r) => a + r.samples, 0) };
+  const task = rounds.flatMap((r) => (r.taskCpuSec === undefined ? [] : [r.taskCpuSec]));
+  return { ...last, hopSec: median(rounds.map((r) => r.hopSec)), invokeSec: median(rounds.map((r) => r.invokeSec)), ...(task.length ? { taskCpuSec: median(task) } : {}), samples: rounds.reduce((a, r) => a + r.samples, 0) };
 }
 
 function smoothLink(rounds: LinkProfile[]): LinkProfile {

@@ -1,0 +1,123 @@
+// What one task costs the machine on this node's runtime, measured as CPU time through the real
+// runner (issue 12): the empty hop and call probes (prober.ts) are idle round trips of ~1-2 ms,
+// while a task run by the runtime costs ~10 ms of CPU (BullMQ pickup, the arrive and commit
+// scripts, files, the call, the next delivery) in the runner, the Python worker and Redis. On a
+// machine whose cores several nodes share (the embedded default), that CPU, not the idle round
+// trip, is what a fan-out of tens of tasks queues behind.
+// The probe: a one-task scratch app (a no-op Python task whose output goes home), a real
+// TaskRunner in this process on a private key prefix, `items` items one after the other; CPU of
+// this process + the task's Python worker + the Redis server (INFO cpu) per item. Removed after.
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Redis } from 'ioredis';
+import { loadApp } from '../../config/app/load.js';
+import { configureApp } from '../../circe/queue/settings.js';
+import { teardownAppKeys } from '../../circe/queue/teardown.js';
+import { appKeys } from '../../circe/queue/keys.js';
+import { submitItems } from '../../circe/home/source.js';
+import { TaskRunner } from '../../circe/runner/task-runner.js';
+
+export interface TaskCost {
+  /** CPU seconds per task (runner + worker + Redis), median of the items after a warm-up. */
+  cpuSec: number;
+  /** Wall seconds per item (entry to the task's finish), median. */
+  wallSec: number;
+}
+
+const TASK = 'probe';
+const SCRIPT = [
+  'import os',
+  '',
+  '',
+  'def task(filename, pathin, pathout):',
+  '    out = os.path.join(pathout, "o_probe.txt")',
+  '    with open(out, "w") as f:',
+  '        f.write("probe\\n")',
+  '    return [out]',
+  '',
+].join('\n');
+
+/** CPU seconds of a process from /proc (0 when gone or not Linux). */
+function procCpuSec(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** Redis server CPU seconds (INFO cpu: used_cpu_user + used_cpu_sys). */
+async function redisCpuSec(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const get = (k: string): number => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return get('used_cpu_user') + get('used_cpu_sys');
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+/**
+ * Run `items` no-op items through a real runner of a scratch task on this node (after two
+ * warm-ups). Undefined when this node cannot run a Python task.
+ */
+export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: string, node: string, items: number): Promise<TaskCost | undefined> {
+  const dir = await mkdtemp(join(tmpdir(), 'jupiter-taskprobe-'));
+  const name = `taskprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
+  const appDir = join(dir, name);
+  const conns = [redis.duplicate(), redis.duplicate({ maxRetriesPerRequest: null })];
+  for (const c of conns) c.on('error', () => undefined);
+  let runner: TaskRunner | undefined;
+  try {
+    await mkdir(join(appDir, 'scripts'), { recursive: true });
+    await mkdir(join(appDir, 'sample_input'), { recursive: true });
+    await writeFile(join(appDir, 'configuration.txt'), `1\n${TASK} 1 true home\n`);
+    await writeFile(join(appDir, 'scripts', `${TASK}.py`), SCRIPT);
+    await writeFile(join(appDir, 'scripts', 'config.json'), JSON.stringify({ taskname_map: { [TASK]: [TASK, true] }, exec_profiler: { [TASK]: true } }));
+    await writeFile(join(appDir, 'sample_input', '1input.txt'), 'probe\n');
+    const app = await loadApp(appDir);
+    await configureApp(redis, prefix, app.name, {});
+    runner = await TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: conns[0]!, workerRedis: conns[1]! } });
+    const k = appKeys(prefix, app.name);
+    const walls: number[] = [];
+    // CPU is read over the measured items together: /proc counts in 10 ms ticks.
+    let c0 = process.cpuUsage();
+    let w0 = 0;
+    let r0 = 0;
+    for (let i = 0; i < items + 2; i++) {
+      if (i === 2) {
+        c0 = process.cpuUsage();
+        w0 = procCpuSec(runner.invokerPid);
+        r0 = await redisCpuSec(redis);
+      }
+      const f = join(dir, `${i}in.txt`);
+      await writeFile(f, `probe item ${i}\n`);
+      const t0 = performance.now();
+      const [it] = await submitItems(redis, prefix, app, [f], { runId: 'probe' });
+      const deadline = Date.now() + 10_000;
+      while (!(await redis.hexists(k.rt(it!.item), `${TASK}|finish`))) {
+        if (Date.now() > deadline) return undefined;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      if (i >= 2) walls.push((performance.now() - t0) / 1000);
+    }
+    const c = process.cpuUsage(c0);
+    const cpu = (c.user + c.system) / 1e6 + (procCpuSec(runner.invokerPid) - w0) + ((await redisCpuSec(redis)) - r0);
+    return { cpuSec: cpu / items, wallSec: median(walls) };
+  } catch {
+    return undefined; // no Python here, or the runner could not start: the model keeps the idle probes
+  } finally {
+    await runner?.close().catch(() => undefined);
+    await teardownAppKeys(redis, prefix, name).catch(() => undefined);
+    for (const c of conns) c.disconnect();
+    await rm(dir, { recursive: true, force: true });
+  }
+}

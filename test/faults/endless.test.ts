@@ -1,6 +1,8 @@
 // Fault 9 (resource exhaustion): an endless stream must not grow Redis. Three waves of 600 items
 // stream through a 3-task chain with keepItems 200 (each wave 3x keepItems: sized for the suite's
-// time budget); after each wave the number of keys and Redis's used memory are sampled.
+// time budget; queue cap 100, so the source submits at the pace of the chain and a wave's first
+// items finish, and are trimmed, while its last are still being submitted, however fast the
+// machine); after each wave the number of keys and Redis's used memory are sampled.
 // Everything per item (jobs, blobs, in-flight and queued sets, joins, records, done markers) is
 // either deleted when the item is done or trimmed with the oldest finished items' records as the
 // source submits, so waves two and three leave Redis the size wave one did.
@@ -23,7 +25,7 @@ describe('fault: an endless stream (Redis stays bounded)', function () {
   it(`holds the same number of keys and about the same memory after each wave of ${WAVE} items (keepItems ${KEEP})`, async () => {
     const { work, client, redis } = rig;
     const app = await loadApp(writeChainApp(work, 'soak', { tasks: 3 }));
-    await configureApp(client, PREFIX, app.name, { keepItems: KEEP });
+    await configureApp(client, PREFIX, app.name, { keepItems: KEEP, queueCap: 100 });
     for (const task of app.tasks) {
       closers.push(await TaskRunner.start({ app, task, node: 'n', redisUrl: redis.url, prefix: PREFIX, workDir: join(work, 'w') }));
     }

@@ -97,8 +97,7 @@ elif [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock
 fi
 
 step_start "building (tsc)"
-# Incremental (dist/tsconfig.tsbuildinfo): a checkout whose dist/ is current rebuilds in seconds.
-npx tsc -p tsconfig.json --incremental
+npx tsc -p tsconfig.json
 step_done "dist/"
 
 # `jupiter` on the PATH, so the commands Jupiter prints work as printed. As root: a link in

@@ -3,16 +3,9 @@
 // it cannot start, tests skip with the printed reason.
 // JUPITER_TEST_DOCKER_HOST=unix:///var/run/docker.sock uses an engine that is already running
 // instead (for the first instance only; it is left running).
-// Image seed: a private engine starts with the base, dependency and agent images the last engine
-// of this test process had (saved at its stop, loaded at the next start: ~5 s instead of ~20-30 s
-// of builds per engine). Save and load keep image ids, so Jupiter's own checks (labels, tags that
-// are content hashes) find them current and build only what differs. seedImages: false starts
-// an engine cold (the tests that time or assert the builds themselves); the environment variable
-// JUPITER_TEST_NO_IMAGE_SEED=1 turns the seed off (to compare).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, createReadStream, createWriteStream, existsSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import Docker from 'dockerode';
 import type { DockerEndpoint } from '../../config/types.js';
 import { freePort } from '../../orchestrator/stack/free-port.js';
@@ -51,48 +44,7 @@ export function dockerdSkipReason(): string | undefined {
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
-  if (seed) rmSync(seed.dir, { recursive: true, force: true });
 });
-
-/** The images carried from engine to engine (not the apps'). */
-const SEEDED = /^jupiter\/(base|deps|agent):/;
-/** The saved images: a tar in a folder of its own, and its `tag id` pairs. */
-let seed: { dir: string; file: string; images: string[] } | undefined;
-
-/** dockerode's GET /images/get (several images in one tar), missing from its types. */
-interface SaveImages {
-  getImages(opts: { names: string[] }): Promise<NodeJS.ReadableStream>;
-}
-
-async function seedableImages(docker: Docker): Promise<string[]> {
-  return (await docker.listImages()).flatMap((i) => (i.RepoTags ?? []).filter((t) => SEEDED.test(t)).map((t) => `${t} ${i.Id}`)).sort();
-}
-
-async function loadSeed(docker: Docker): Promise<void> {
-  if (!seed) return;
-  try {
-    const out = (await docker.loadImage(createReadStream(seed.file), { quiet: true })) as NodeJS.ReadableStream;
-    await new Promise<void>((resolve, reject) => docker.modem.followProgress(out, (err) => (err ? reject(err) : resolve())));
-  } catch {
-    // no seed then: Jupiter builds what it needs
-  }
-}
-
-/** Keep this engine's images as the seed when it has every seeded one and more. */
-async function saveSeed(docker: Docker): Promise<void> {
-  try {
-    const images = await seedableImages(docker);
-    if (images.length === 0 || (seed && (images.length <= seed.images.length || !seed.images.every((i) => images.includes(i))))) return;
-    const dir = seed?.dir ?? mkdtempSync('/tmp/jd-seed-');
-    const file = join(dir, 'images.tar');
-    const tmp = `${file}.part`;
-    await pipeline(await (docker as unknown as SaveImages).getImages({ names: images.map((i) => i.split(' ')[0]!) }), createWriteStream(tmp, { mode: 0o600 }));
-    renameSync(tmp, file);
-    seed = { dir, file, images };
-  } catch {
-    // the next engine builds instead
-  }
-}
 
 async function waitReady(docker: Docker, child: ChildProcess, log: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -196,7 +148,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
  * Start a private dockerd. bridge: true gives it its own Linux bridge (containers in bridge mode
  * reach the host at bridgeGateway); otherwise --bridge=none (host networking only).
  */
-export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: boolean; tls?: boolean; seedImages?: boolean } = {}): Promise<TestDockerd> {
+export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: boolean; tls?: boolean } = {}): Promise<TestDockerd> {
   const existing = process.env.JUPITER_TEST_DOCKER_HOST;
   if (existing && opts.useExisting !== false) {
     const socketPath = existing.replace(/^unix:\/\//, '');
@@ -232,8 +184,6 @@ export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: b
     throw e;
   }
   const { child, docker, socketPath } = started;
-  const seeded = opts.seedImages !== false && !process.env.JUPITER_TEST_NO_IMAGE_SEED;
-  if (seeded) await loadSeed(docker);
   return {
     socketPath,
     endpoint: { kind: 'socket', socketPath },
@@ -242,7 +192,6 @@ export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: b
     storageDriver,
     tlsEndpoint,
     async stop() {
-      if (!process.env.JUPITER_TEST_NO_IMAGE_SEED) await saveSeed(docker);
       try {
         const all = await docker.listContainers({ all: true });
         await Promise.all(all.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));

@@ -1,4 +1,4 @@
-// Fault 1: kill -9 a task's runner in the middle of a 1,000-item stream, with the process runtime
+// Fault 1: kill -9 a task's runner in the middle of a 400-item stream, with the process runtime
 // (its supervisor restarts it) and with the docker runtime (the node process inside the container
 // is killed; the container's on-failure restart policy brings it back). The jobs the runner held
 // go back to the queue as its replacement starts (not when their 30 s locks expire: the default
@@ -19,7 +19,7 @@ import { startDockerdOrSkip } from '../support/docker-suite.js';
 import { dockerCluster } from '../docker/fixture.js';
 import { countDeliveries, pidAlive, printCounts, until, writeChainApp, writeItems, type DeliveryCount } from '../support/faults.js';
 
-const N = 1000;
+const N = 400;
 
 /**
  * Submit N items, kill the victim once some are delivered, wait for all, count. The victim, t1,
@@ -51,7 +51,7 @@ function checkCounts(c: DeliveryCount, outDir: string, tag: string): void {
   expect(readFileSync(join(outDir, `17${tag}_t2.txt`), 'utf8')).to.equal(`17${tag}\nt0\nt1\nt2\n`);
 }
 
-describe('fault: kill -9 a task runner mid-stream (1,000 items)', function () {
+describe('fault: kill -9 a task runner mid-stream (400 items)', function () {
   this.timeout(240_000);
   let redis: TestRedis;
   let client: Redis;

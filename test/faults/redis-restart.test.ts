@@ -1,5 +1,5 @@
 // Fault 2: restart Redis (append-only persistence, as the embedded stack runs it) in the middle of
-// a 1,000-item stream. The source is still submitting when Redis goes away (a small queue cap keeps
+// a 400-item stream. The source is still submitting when Redis goes away (a small queue cap keeps
 // it back-pressured for the whole run), the runners are real processes and the sink is one too:
 // every component reconnects (BullMQ's production settings) and every item arrives exactly once.
 // (Moved here from test/circe/redis-restart.test.ts.)
@@ -27,7 +27,7 @@ describe('fault: Redis restarts mid-stream (append-only persistence)', function 
     const cluster = { stateDir: join(work, '.jupiter') } as ClusterConfig;
     const runtime = new ProcessRuntime({ runsDir: join(work, 'runs'), stopGraceSec: 5 });
     const prefix = 'jr:';
-    const N = 1000;
+    const N = 400;
     try {
       await configureApp(client, prefix, app.name, { lockMs: 3000, backoffMs: 200, queueCap: 50 });
       const specs: RunnerSpec[] = [...app.dagTasks, 'home'].map((task) => ({ app: app.name, task, node: task === 'home' ? 'home' : 'node1', runId: 'r', redisUrl: server.url, redisPrefix: prefix }));

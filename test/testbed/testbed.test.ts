@@ -2,7 +2,9 @@
 // dockerd per host, htb-shaped pairs, the home's Redis in its own namespace); `deploy dummy
 // --runtime docker --wait` with agents and runners in containers on their hosts' engines (asked
 // of each engine), outputs exactly what the DAG implies; the profiled bandwidths match the shaped
-// rates; a cut link shows in the profiler within 10 s; `testbed down` leaves nothing behind.
+// rates; a cut link shows in the profiler within 10 s; then, on the same testbed, issue 12's fault
+// tests with the direct data path (faults-direct.ts: one testbed for both, so `testbed up` and
+// `down` are paid once); `testbed down` leaves nothing behind.
 // Skipped (reason printed) where namespaces or engines cannot be made (not root, no dockerd).
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,6 +23,7 @@ import { checkTestbedHost } from '../../orchestrator/testbed/preflight.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
 import { demuxLogs } from '../../circe/runtime/docker.js';
 import { isAlive } from '../../circe/runtime/pid.js';
+import { faultsDirectSuite } from './faults-direct.js';
 
 // node1, node2 at 20 Mbit/s, node3 at 40; node4 at 40 but 30 to node3 (an explicit link); node1
 // has a CPU limit. (apps/dummy pins its entry task to node1.)
@@ -110,134 +113,141 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
     await box?.dispose();
   });
 
-  it('`testbed up` builds it, starts an agent container on every host\'s engine and writes the cluster configuration', async () => {
-    const t0 = Date.now();
-    const r = await box!.ok(['testbed', 'up', 'topo.json', '--dir', 'tb'], { timeoutMs: 300_000 });
-    console.log(`      testbed up: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    state = JSON.parse(readFileSync(join(tbDir(), 'testbed.json'), 'utf8')) as TestbedState;
-    expect(state.complete).to.equal(true);
-    env = { JUPITER_CONFIG: state.configFile };
-    expect(r.stdout).to.include(`JUPITER_CONFIG=${state.configFile}`);
-    expect(r.stdout).to.include('jupiter deploy <app> --runtime docker');
-    const config = JSON.parse(readFileSync(state.configFile, 'utf8')) as { runtime: string; nodes: Array<{ name: string; host: string; docker?: string }> };
-    expect(config.runtime).to.equal('docker');
-    expect(config.nodes.map((n) => n.name)).to.deep.equal(['home', ...HOSTS]);
-    for (const n of config.nodes.slice(1)) expect(n.docker).to.equal(`unix://${state.hosts.find((h) => h.name === n.name)!.engine!.socket}`);
-    for (const h of HOSTS) {
-      const agents = await engine(h).listContainers({ filters: { label: ['jupiter.role=agent'] } });
-      expect(agents.map((c) => [c.Labels['jupiter.node'], c.State]), h).to.deep.equal([[h, 'running']]);
-    }
-    // node1's containers sit under its CPU-limited cgroup.
-    const n1 = state.hosts.find((h) => h.name === 'node1')!;
-    expect(n1.engine!.cgroup).to.equal(`jtb${state.id}-node1`);
-  });
-
-  it('`deploy dummy --runtime docker --wait`: runners in containers on their hosts\' engines, outputs exact', async () => {
-    const r = await box!.ok(['deploy', 'dummy', '--runtime', 'docker', '--wait', '--timeout', '200'], { env, timeoutMs: 260_000 });
-    const out = parseDeployOutput(r.stdout);
-    expect(Object.keys(out.placement).sort()).to.deep.equal([...app.dagTasks].sort());
-    // Asked of each engine: every task's runner runs on the engine of the host it was placed on.
-    const seen: Record<string, string> = {};
-    for (const h of HOSTS) {
-      for (const c of await engine(h).listContainers({ filters: { label: ['jupiter.app=dummy'] } })) {
-        expect(c.Labels['jupiter.node'], c.Labels['jupiter.task']).to.equal(h);
-        seen[c.Labels['jupiter.task']!] = h;
+  describe('up, deploy, profile, links', () => {
+    it('`testbed up` builds it, starts an agent container on every host\'s engine and writes the cluster configuration', async () => {
+      const t0 = Date.now();
+      const r = await box!.ok(['testbed', 'up', 'topo.json', '--dir', 'tb'], { timeoutMs: 300_000 });
+      console.log(`      testbed up: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      state = JSON.parse(readFileSync(join(tbDir(), 'testbed.json'), 'utf8')) as TestbedState;
+      expect(state.complete).to.equal(true);
+      env = { JUPITER_CONFIG: state.configFile };
+      expect(r.stdout).to.include(`JUPITER_CONFIG=${state.configFile}`);
+      expect(r.stdout).to.include('jupiter deploy <app> --runtime docker');
+      const config = JSON.parse(readFileSync(state.configFile, 'utf8')) as { runtime: string; nodes: Array<{ name: string; host: string; docker?: string }> };
+      expect(config.runtime).to.equal('docker');
+      expect(config.nodes.map((n) => n.name)).to.deep.equal(['home', ...HOSTS]);
+      for (const n of config.nodes.slice(1)) expect(n.docker).to.equal(`unix://${state.hosts.find((h) => h.name === n.name)!.engine!.socket}`);
+      for (const h of HOSTS) {
+        const agents = await engine(h).listContainers({ filters: { label: ['jupiter.role=agent'] } });
+        expect(agents.map((c) => [c.Labels['jupiter.node'], c.State]), h).to.deep.equal([[h, 'running']]);
       }
-    }
-    expect(seen).to.deep.equal(out.placement);
-    const expected = new Map(app.sampleInputs.flatMap((f) => [...expectedDummyOutputs(app, f)]));
-    expect(readdirSync(out.outputDir).sort()).to.deep.equal([...expected.keys()].sort());
-    for (const [name, rec] of expected) expect(JSON.parse(readFileSync(join(out.outputDir, name), 'utf8')), name).to.deep.equal(rec);
-  });
+      // node1's containers sit under its CPU-limited cgroup.
+      const n1 = state.hosts.find((h) => h.name === 'node1')!;
+      expect(n1.engine!.cgroup).to.equal(`jtb${state.id}-node1`);
+    });
 
-  it('the profiled bandwidth of every pair is within 15% of its shaped rate', async () => {
-    const deadline = Date.now() + 90_000;
-    // The bootstrap: 2 rounds of 4 sizes to every peer; the steady probes then refine the fits, so
-    // a fit still off after the bootstrap gets until the deadline to settle.
-    let rows: Array<{ link: string; shapedMbit: number; profiledMbit: number; error: number }> = [];
-    for (;;) {
-      const r = await box!.ok(['profile', '--json'], { env });
-      const snap = (JSON.parse(r.stdout) as { snapshot: ProfileSnapshot }).snapshot;
-      const complete = snap.links.length === HOSTS.length * (HOSTS.length - 1) && snap.links.every((l) => l.samples >= 8);
-      rows = snap.links.map((l) => {
-        const shaped = shapedMbit(l.from, l.to);
-        const got = (l.bandwidthBytesPerSec * 8) / 1e6;
-        return { link: `${l.from}->${l.to}`, shapedMbit: shaped, profiledMbit: +got.toFixed(2), error: +(got / shaped - 1).toFixed(3) };
-      });
-      if (complete && rows.every((row) => Math.abs(row.error) < 0.15)) break;
-      if (Date.now() > deadline) {
-        if (!complete) throw new Error(`no full bootstrap profile after 90 s: ${snap.links.length} links`);
-        break;
-      }
-      await sleep(1000);
-    }
-    console.table(rows);
-    const off = rows.filter((r) => Math.abs(r.error) >= 0.15);
-    if (off.length > 0) {
-      // What the fit saw, newest first, for whoever reads a failed run's log.
-      const redis = new Redis(state!.redis!.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
-      try {
-        for (const r of off) {
-          const [from, to] = r.link.split('->') as [string, string];
-          const raw = await redis.lrange(redisKeys().linkSamples(from, to), 0, -1);
-          console.log(`      ${r.link} samples (bytes seconds at): ${raw.map((x) => { const s = JSON.parse(x) as { bytes: number; seconds: number; at: number }; return `${s.bytes} ${s.seconds.toFixed(4)} ${s.at}`; }).join(' | ')}`);
+    it('`deploy dummy --runtime docker --wait`: runners in containers on their hosts\' engines, outputs exact', async () => {
+      const r = await box!.ok(['deploy', 'dummy', '--runtime', 'docker', '--wait', '--timeout', '200'], { env, timeoutMs: 260_000 });
+      const out = parseDeployOutput(r.stdout);
+      expect(Object.keys(out.placement).sort()).to.deep.equal([...app.dagTasks].sort());
+      // Asked of each engine: every task's runner runs on the engine of the host it was placed on.
+      const seen: Record<string, string> = {};
+      for (const h of HOSTS) {
+        for (const c of await engine(h).listContainers({ filters: { label: ['jupiter.app=dummy'] } })) {
+          expect(c.Labels['jupiter.node'], c.Labels['jupiter.task']).to.equal(h);
+          seen[c.Labels['jupiter.task']!] = h;
         }
-      } finally {
-        redis.disconnect();
       }
-    }
-    for (const r of rows) expect(Math.abs(r.error), `${r.link}: ${r.profiledMbit} vs ${r.shapedMbit} Mbit/s`).to.be.below(0.15);
-  });
+      expect(seen).to.deep.equal(out.placement);
+      const expected = new Map(app.sampleInputs.flatMap((f) => [...expectedDummyOutputs(app, f)]));
+      expect(readdirSync(out.outputDir).sort()).to.deep.equal([...expected.keys()].sort());
+      for (const [name, rec] of expected) expect(JSON.parse(readFileSync(join(out.outputDir, name), 'utf8')), name).to.deep.equal(rec);
+    });
 
-  it('`testbed link node1 node3 --down`: node1\'s profiler sees the cut within 10 s; `--up` restores it', async () => {
-    const agent = (await engine('node1').listContainers({ filters: { label: ['jupiter.role=agent'] } }))[0]!;
-    const c = engine('node1').getContainer(agent.Id);
-    const since = Math.floor(Date.now() / 1000);
-    const r = await box!.ok(['testbed', 'link', 'node1', 'node3', '--down', '--dir', 'tb']);
-    // From the moment the rules are in place (the CLI has returned; its start-up is not the link's).
-    const t0 = Date.now();
-    expect(r.stdout).to.include('node1 -> node3: down');
-    let seenMs = -1;
-    while (Date.now() - t0 < 10_000) {
-      const logs = demuxLogs((await c.logs({ stdout: true, stderr: true, since, follow: false })) as unknown as Buffer).combined;
-      if (/probe to node3 \(\d+ B\) failed/.test(logs)) {
-        seenMs = Date.now() - t0;
-        break;
+    it('the profiled bandwidth of every pair is within 15% of its shaped rate', async () => {
+      const deadline = Date.now() + 90_000;
+      // The bootstrap: 2 rounds of 4 sizes to every peer; the steady probes then refine the fits, so
+      // a fit still off after the bootstrap gets until the deadline to settle.
+      let rows: Array<{ link: string; shapedMbit: number; profiledMbit: number; error: number }> = [];
+      for (;;) {
+        const r = await box!.ok(['profile', '--json'], { env });
+        const snap = (JSON.parse(r.stdout) as { snapshot: ProfileSnapshot }).snapshot;
+        const complete = snap.links.length === HOSTS.length * (HOSTS.length - 1) && snap.links.every((l) => l.samples >= 8);
+        rows = snap.links.map((l) => {
+          const shaped = shapedMbit(l.from, l.to);
+          const got = (l.bandwidthBytesPerSec * 8) / 1e6;
+          return { link: `${l.from}->${l.to}`, shapedMbit: shaped, profiledMbit: +got.toFixed(2), error: +(got / shaped - 1).toFixed(3) };
+        });
+        if (complete && rows.every((row) => Math.abs(row.error) < 0.15)) break;
+        if (Date.now() > deadline) {
+          if (!complete) throw new Error(`no full bootstrap profile after 90 s: ${snap.links.length} links`);
+          break;
+        }
+        await sleep(1000);
       }
-      await sleep(250);
-    }
-    expect(seenMs, 'no failed probe node1 -> node3 in the agent log within 10 s').to.be.greaterThan(0);
-    console.log(`      cut node1 - node3 seen by node1's profiler after ${(seenMs / 1000).toFixed(1)} s`);
-    const st = await box!.ok(['testbed', 'status', '--dir', 'tb']);
-    expect(st.stdout).to.match(/node1 -> node3 .*down/);
-    await box!.ok(['testbed', 'link', 'node1', 'node3', '--up', '--dir', 'tb']);
-    await box!.ok(['testbed', 'link', 'node2', 'node4', '--rate', '5mbit', '--dir', 'tb']);
-    expect((await box!.ok(['testbed', 'status', '--dir', 'tb'])).stdout).to.match(/node2 -> node4 .*5mbit/);
+      console.table(rows);
+      const off = rows.filter((r) => Math.abs(r.error) >= 0.15);
+      if (off.length > 0) {
+        // What the fit saw, newest first, for whoever reads a failed run's log.
+        const redis = new Redis(state!.redis!.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+        try {
+          for (const r of off) {
+            const [from, to] = r.link.split('->') as [string, string];
+            const raw = await redis.lrange(redisKeys().linkSamples(from, to), 0, -1);
+            console.log(`      ${r.link} samples (bytes seconds at): ${raw.map((x) => { const s = JSON.parse(x) as { bytes: number; seconds: number; at: number }; return `${s.bytes} ${s.seconds.toFixed(4)} ${s.at}`; }).join(' | ')}`);
+          }
+        } finally {
+          redis.disconnect();
+        }
+      }
+      for (const r of rows) expect(Math.abs(r.error), `${r.link}: ${r.profiledMbit} vs ${r.shapedMbit} Mbit/s`).to.be.below(0.15);
+    });
+
+    it('`testbed link node1 node3 --down`: node1\'s profiler sees the cut within 10 s; `--up` restores it', async () => {
+      const agent = (await engine('node1').listContainers({ filters: { label: ['jupiter.role=agent'] } }))[0]!;
+      const c = engine('node1').getContainer(agent.Id);
+      const since = Math.floor(Date.now() / 1000);
+      const r = await box!.ok(['testbed', 'link', 'node1', 'node3', '--down', '--dir', 'tb']);
+      // From the moment the rules are in place (the CLI has returned; its start-up is not the link's).
+      const t0 = Date.now();
+      expect(r.stdout).to.include('node1 -> node3: down');
+      let seenMs = -1;
+      while (Date.now() - t0 < 10_000) {
+        const logs = demuxLogs((await c.logs({ stdout: true, stderr: true, since, follow: false })) as unknown as Buffer).combined;
+        if (/probe to node3 \(\d+ B\) failed/.test(logs)) {
+          seenMs = Date.now() - t0;
+          break;
+        }
+        await sleep(250);
+      }
+      expect(seenMs, 'no failed probe node1 -> node3 in the agent log within 10 s').to.be.greaterThan(0);
+      console.log(`      cut node1 - node3 seen by node1's profiler after ${(seenMs / 1000).toFixed(1)} s`);
+      const st = await box!.ok(['testbed', 'status', '--dir', 'tb']);
+      expect(st.stdout).to.match(/node1 -> node3 .*down/);
+      await box!.ok(['testbed', 'link', 'node1', 'node3', '--up', '--dir', 'tb']);
+      await box!.ok(['testbed', 'link', 'node2', 'node4', '--rate', '5mbit', '--dir', 'tb']);
+      expect((await box!.ok(['testbed', 'status', '--dir', 'tb'])).stdout).to.match(/node2 -> node4 .*5mbit/);
+    });
   });
 
-  it('`testbed down` leaves no namespace, veth, bridge, qdisc, iptables rule, engine, container, cgroup or folder', async () => {
-    const r = await box!.ok(['testbed', 'down', '--dir', 'tb'], { timeoutMs: 150_000 });
-    expect(r.stdout).to.include(`removed bridge jtb${state!.id}br`);
-    expect(leftovers(state!, tbDir())).to.deep.equal([]);
-    // The runs' outputs are the user's, not the testbed's: they stay.
-    expect(existsSync(join(box!.cwd, 'runs'))).to.equal(true);
-  });
+  // On the same testbed (node1..node3 of it), before it goes down.
+  faultsDirectSuite(() => (box && state?.complete ? { box, state } : undefined));
 
-  it('bad input: a topology error names file and line; an unknown preset lists the presets', async () => {
-    writeFileSync(join(box!.cwd, 'bad.json'), '{\n  "hosts": [\n    { "name": "x1", "uplink": "20mbit" },\n    { "name": "x1" }\n  ]\n}\n');
-    const dup = await box!.run(['testbed', 'up', 'bad.json', '--dir', 'bad']);
-    expect(dup.code).to.equal(2);
-    expect(dup.stderr).to.match(/bad\.json:4: host x1 is listed twice/);
-    writeFileSync(join(box!.cwd, 'rate.json'), '{\n  "hosts": [\n    { "name": "x1", "uplink": "20 parsecs" }\n  ]\n}\n');
-    const rate = await box!.run(['testbed', 'up', 'rate.json', '--dir', 'bad']);
-    expect(rate.code).to.equal(2);
-    expect(rate.stderr).to.match(/rate\.json:3: hosts\.0\.uplink must match pattern/);
-    const preset = await box!.run(['testbed', 'up', 'ring-3', '--dir', 'bad']);
-    expect(preset.code).to.equal(2);
-    expect(preset.stderr).to.match(/edge-fog-cloud, mesh-N/);
-    const none = await box!.run(['testbed', 'status', '--dir', 'bad']);
-    expect(none.code).to.equal(2);
-    expect(none.stderr).to.match(/no testbed in .*bad/);
-    expect(existsSync(join(box!.cwd, 'bad'))).to.equal(false);
+  describe('down, and bad input', () => {
+    it('`testbed down` leaves no namespace, veth, bridge, qdisc, iptables rule, engine, container, cgroup or folder', async () => {
+      const r = await box!.ok(['testbed', 'down', '--dir', 'tb'], { timeoutMs: 150_000 });
+      expect(r.stdout).to.include(`removed bridge jtb${state!.id}br`);
+      expect(leftovers(state!, tbDir())).to.deep.equal([]);
+      // The runs' outputs are the user's, not the testbed's: they stay.
+      expect(existsSync(join(box!.cwd, 'runs'))).to.equal(true);
+    });
+
+    it('bad input: a topology error names file and line; an unknown preset lists the presets', async () => {
+      writeFileSync(join(box!.cwd, 'bad.json'), '{\n  "hosts": [\n    { "name": "x1", "uplink": "20mbit" },\n    { "name": "x1" }\n  ]\n}\n');
+      const dup = await box!.run(['testbed', 'up', 'bad.json', '--dir', 'bad']);
+      expect(dup.code).to.equal(2);
+      expect(dup.stderr).to.match(/bad\.json:4: host x1 is listed twice/);
+      writeFileSync(join(box!.cwd, 'rate.json'), '{\n  "hosts": [\n    { "name": "x1", "uplink": "20 parsecs" }\n  ]\n}\n');
+      const rate = await box!.run(['testbed', 'up', 'rate.json', '--dir', 'bad']);
+      expect(rate.code).to.equal(2);
+      expect(rate.stderr).to.match(/rate\.json:3: hosts\.0\.uplink must match pattern/);
+      const preset = await box!.run(['testbed', 'up', 'ring-3', '--dir', 'bad']);
+      expect(preset.code).to.equal(2);
+      expect(preset.stderr).to.match(/edge-fog-cloud, mesh-N/);
+      const none = await box!.run(['testbed', 'status', '--dir', 'bad']);
+      expect(none.code).to.equal(2);
+      expect(none.stderr).to.match(/no testbed in .*bad/);
+      expect(existsSync(join(box!.cwd, 'bad'))).to.equal(false);
+    });
   });
 });

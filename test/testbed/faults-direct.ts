@@ -1,0 +1,202 @@
+// Issue 12's fault acceptance on the testbed with the direct data path, through the real CLI, on
+// the testbed testbed.test.ts brings up (called from there, before its `testbed down`: one testbed
+// for both, `testbed up` and `down` paid once). A chain t0@node1 -> t1@node2 -> t2@node3 -> home
+// deployed with `--runtime docker --data-path direct`, 8 KiB items (every file between tasks stays
+// on its producer's node and is fetched from there), and four faults in turn, each on a fresh
+// stream that must arrive whole and once:
+//   kill -9 a runner   t1's node process inside its container (the restart policy brings it
+//                      back; the outputs it kept are on the node's data volume, not lost)
+//   a link down 60 s   node1 <-> node2 cut for a full minute mid-stream: node1 keeps t0's
+//                      outputs, t1 keeps asking, and takes them when the link returns
+//   Redis restarted    the home's Redis stopped and started again mid-stream (append-only file)
+//   a node lost        node2's agent and runners killed for good (t2 paused meanwhile, so that
+//                      node2 keeps outputs nobody took): the reconciler moves t1, and what
+//                      node2 kept for t2 is made again from t0's outputs on node1 (lineage)
+// Each prints `sent N, delivered N, lost 0, duplicates at the sink 0`.
+import { expect } from 'chai';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import type { Redis } from 'ioredis';
+import { countDeliveries, sleep, until, writeChainApp, writeItems, type CliSandbox } from '../support/faults.js';
+import { loadApp } from '../../config/app/load.js';
+import type { AppSpec } from '../../config/types.js';
+import { restartHomeRedis } from '../../orchestrator/testbed/home.js';
+import type { TestbedState } from '../../orchestrator/testbed/state.js';
+import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js';
+import { connectRedis } from '../../circe/queue/connection.js';
+import { appKeys } from '../../circe/queue/keys.js';
+import { submitItems } from '../../circe/home/source.js';
+import { waitForItems } from '../../circe/home/wait.js';
+import { containerName } from '../../circe/runtime/docker-container.js';
+
+const APP = 'tbfaults';
+const PREFIX = 'jupiter:';
+const PIN = { t0: 'node1', t1: 'node2', t2: 'node3' } as const;
+const BODY = 'x'.repeat(8000);
+const PARTITION_MS = 60_000;
+
+/** What the testbed suite shares: its CLI sandbox and the state of the testbed it brought up in tb/. */
+export interface TestbedRig {
+  box: CliSandbox;
+  state: TestbedState;
+}
+
+/**
+ * The fault tests, as a suite inside the testbed suite: `rig()` gives the running testbed (undefined
+ * when `testbed up` failed: the suite is skipped, the up test has said why).
+ */
+export function faultsDirectSuite(rig: () => TestbedRig | undefined): void {
+  describe('fault tests on the testbed with the direct data path (docker runtime, real CLI)', function () {
+    this.timeout(420_000);
+    let box: CliSandbox | undefined;
+    let state: TestbedState;
+    let redis: Redis | undefined;
+    let app: AppSpec;
+    let outDir = '';
+    let runId = '';
+    const done: string[] = ['0s_t2.txt'];
+    const env = () => ({ JUPITER_CONFIG: state.configFile });
+    const engine = (host: string) => new Docker({ socketPath: state.hosts.find((h) => h.name === host)!.engine!.socket });
+    const stats = async (field: string): Promise<number> => Number(await redis!.hget(appKeys(PREFIX, APP).stats, field));
+
+    before(async function () {
+      const r = rig();
+      if (!r) {
+        console.log('      SKIPPED: no testbed (`testbed up` failed above)');
+        this.skip();
+      }
+      ({ box, state } = r);
+      const t1 = Date.now();
+      // A 3-task chain pinned one task per host; t1 takes 20 ms an item and t2 40 ms, so t1 holds a
+      // backlog and node2 keeps outputs t2 has not taken yet.
+      const dir = writeChainApp(join(box.cwd, 'apps'), APP, { tasks: 3, sleepOf: { 1: 20, 2: 40 } });
+      writeFileSync(join(dir, 'configuration.txt'), `${readFileSync(join(dir, 'configuration.txt'), 'utf8')}${Object.entries(PIN).map(([t, n]) => `${t} ${n}`).join('\n')}\n`);
+      const cfg = JSON.parse(readFileSync(join(dir, 'scripts', 'config.json'), 'utf8')) as { exec_profiler: Record<string, boolean> };
+      for (const t of Object.keys(cfg.exec_profiler)) cfg.exec_profiler[t] = false;
+      writeFileSync(join(dir, 'scripts', 'config.json'), `${JSON.stringify(cfg, null, 2)}\n`);
+      await box.ok(['deploy', dir, '--runtime', 'docker', '--data-path', 'direct', '--wait', '--timeout', '240'], { timeoutMs: 300_000, env: env() });
+      redis = connectRedis(state.redis!.url);
+      const dep = (await readDeployment(redis, PREFIX, APP))!;
+      outDir = dep.outputDir;
+      runId = dep.runId;
+      app = await loadApp(dep.appDir);
+      expect((await readMapping(redis, PREFIX, APP))!.mapping).to.include(PIN);
+      console.log(`      deployed (direct path, ${Object.entries(PIN).map(([t, n]) => `${t}@${n}`).join(' ')}) ${((Date.now() - t1) / 1000).toFixed(0)} s`);
+    });
+
+    after(() => {
+      // The testbed (and everything deployed on it) goes with the testbed suite's `testbed down`.
+      redis?.disconnect();
+    });
+
+    /**
+     * Stream n items of 8 KiB tagged `tag`; once `at` of them are delivered, inflict the fault; wait
+     * for all; count them and print the line. Returns what the fault said about itself.
+     */
+    async function stream(tag: string, n: number, at: number, fault: () => Promise<string>): Promise<void> {
+      const files = writeItems(join(box!.cwd, 'in', tag), n, tag, (i) => `${i}${tag}\n${BODY}\n`);
+      const items = files.map((f) => f.split('/').pop()!.replace('.txt', ''));
+      const delivered0 = await stats('delivered');
+      const t0 = Date.now();
+      await submitItems(redis!, PREFIX, app, files, { runId });
+      await until(async () => (await stats('delivered')) - delivered0 >= at, 60_000, `${at} ${tag} items to arrive`, 20);
+      const what = await fault();
+      const res = await waitForItems(redis!, PREFIX, APP, items, { timeoutMs: 180_000 });
+      const expected = items.map((i) => `${i}_t2.txt`);
+      const c = await countDeliveries(redis!, PREFIX, APP, outDir, expected, done);
+      done.push(...expected);
+      // Duplicates at the sink: output files beyond one per (item, name), and first deliveries the
+      // sink counted beyond the items sent.
+      const dupAtSink = c.extraFiles + Math.max(0, (await stats('delivered')) - delivered0 - c.delivered);
+      console.log(`      ${what}; ${n} items in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      console.log(`      sent ${c.sent}, delivered ${c.delivered}, lost ${c.lost}, duplicates at the sink ${dupAtSink}`);
+      expect(res.filter((r) => r.failed).map((r) => r.item)).to.deep.equal([]);
+      expect(c.missing).to.deep.equal([]);
+      expect(c.lost).to.equal(0);
+      expect(dupAtSink).to.equal(0);
+      expect(readFileSync(join(outDir, `3${tag}_t2.txt`), 'utf8')).to.equal(`3${tag}\n${BODY}\nt0\nt1\nt2\n`);
+    }
+
+    /** The host pid of the node process in a task's container (pid 1 there is docker-init). */
+    async function runnerPid(task: string, host: string): Promise<{ pid: number; container: Docker.Container }> {
+      const container = engine(host).getContainer(containerName(APP, task));
+      const initPid = (await container.inspect()).State.Pid;
+      return { pid: Number(readFileSync(`/proc/${initPid}/task/${initPid}/children`, 'utf8').trim().split(/\s+/)[0]), container };
+    }
+
+    it('kill -9 a runner (t1 on node2; its container restarts with its data volume)', async () => {
+      await stream('k', 100, 20, async () => {
+        const { pid, container } = await runnerPid('t1', PIN.t1);
+        const restarts = (await container.inspect()).RestartCount;
+        process.kill(pid, 'SIGKILL');
+        await until(async () => {
+          const st = await container.inspect();
+          return st.RestartCount > restarts && st.State.Running;
+        }, 30_000, 'the container to restart');
+        return `killed t1's runner (host pid ${pid}) on node2; its container restarted`;
+      });
+      // The restarted runner still held what it had kept (the node's data volume): nothing had to be
+      // made again.
+      const logs = (await box!.ok(['logs', APP, 't2'], { env: env() })).stdout;
+      expect(logs).to.not.match(/asked its producer to run again/);
+    });
+
+    it(`a link down for ${PARTITION_MS / 1000} s (node1 <-> node2, between t0 and t1)`, async () => {
+      await stream('p', 60, 10, async () => {
+        await box!.ok(['testbed', 'link', 'node1', 'node2', '--down', '--dir', 'tb']);
+        const cut = await stats('delivered');
+        await sleep(PARTITION_MS);
+        const during = (await stats('delivered')) - cut;
+        await box!.ok(['testbed', 'link', 'node1', 'node2', '--up', '--dir', 'tb']);
+        return `cut node1 <-> node2 for ${PARTITION_MS / 1000} s (${during} delivered during the cut, from what node2 had taken before)`;
+      });
+    });
+
+    it('Redis restarted (the home\'s Redis stopped, 3 s away, started again on its append-only file)', async () => {
+      const t0 = Date.now();
+      await stream('r', 100, 20, async () => {
+        await restartHomeRedis(join(box!.cwd, 'tb'), () => sleep(3000));
+        return 'restarted the home\'s Redis (away 3 s)';
+      });
+      if (Date.now() - t0 > 30_000) {
+        // Slow recovery: what the runners said (to find out why).
+        for (const t of Object.keys(PIN)) {
+          const lines = (await box!.run(['logs', APP, t], { env: env() })).stdout.trim().split('\n').slice(-12);
+          console.log(`      --- ${t}\n      ${lines.join('\n      ')}`);
+        }
+      }
+    });
+
+    it('a node lost (node2: agent and runners killed for good; lineage re-runs what it kept)', async () => {
+      await stream('n', 100, 20, async () => {
+        // t2 fetches what it holds ahead of running it: paused for a moment, it leaves t1's newest
+        // outputs on node2 (which is then lost with them).
+        // (SIGSTOP: the testbed's engines cannot freeze containers.)
+        const t2 = (await runnerPid('t2', PIN.t2)).pid;
+        process.kill(t2, 'SIGSTOP');
+        await sleep(1000);
+        const docker = engine(PIN.t1);
+        const list = await docker.listContainers();
+        // No restart: the node is gone.
+        for (const c of list) {
+          const ct = docker.getContainer(c.Id);
+          await ct.update({ RestartPolicy: { Name: 'no', MaximumRetryCount: 0 } });
+          await ct.kill({ signal: 'SIGKILL' });
+        }
+        process.kill(t2, 'SIGCONT');
+        const t0 = Date.now();
+        const after = await until(async () => {
+          const m = (await readMapping(redis!, PREFIX, APP))!.mapping;
+          return m.t1 !== PIN.t1 ? m : undefined;
+        }, 60_000, 'the reconciler to move t1', 200);
+        return `killed node2's ${list.length} containers (agent, t1); t1 moved to ${after.t1} after ${((Date.now() - t0) / 1000).toFixed(1)} s`;
+      });
+      // What node2 kept for t2 was made again (the new t1's log says how often).
+      const logs = (await box!.ok(['logs', APP, 't1'], { env: env() })).stdout;
+      const rerun = [...logs.matchAll(/re-ran t1 for item/g)].length;
+      console.log(`      lineage: t1 re-ran ${rerun} invocation(s) whose outputs were lost with node2`);
+      expect(rerun).to.be.greaterThan(0);
+    });
+  });
+}

@@ -56,7 +56,7 @@ export function fitTwo(small: number, tSmall: number, big: number, tBig: number)
 }
 
 /** One measurement of this node's hop and invocation costs. */
-export async function measureOverhead(redis: Redis, keys: Keys, node: string, samples: number): Promise<NodeOverhead> {
+export async function measureOverhead(redis: Redis, keys: Keys, node: string, samples: number, opts: { task?: boolean } = {}): Promise<NodeOverhead> {
   const script = 'return 1';
   const rtt: number[] = [];
   for (let i = 0; i < samples; i++) rtt.push(await timed(() => redis.eval(script, 0)));
@@ -106,7 +106,7 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
     await rm(dir, { recursive: true, force: true });
   }
   // A no-op task through the real runner, as CPU time (what tasks sharing cores queue behind).
-  const task = call > 0 ? await measureTaskCost(redis, '', keys.prefix, node, 10) : undefined;
+  const task = call > 0 && opts.task !== false ? await measureTaskCost(redis, '', keys.prefix, node, 10) : undefined;
   return { node, hopSec: median(hops) + roundTrip, invokeSec: call + 2 * roundTrip, ...(task ? { taskCpuSec: task.cpuSec } : {}), samples, updatedAt: Date.now() };
 }
 
@@ -137,6 +137,10 @@ export async function measureHomeLinks(redis: Redis, keys: Keys, node: string, s
 
 const ROUNDS_KEPT = 5;
 const EARLY_ROUNDS_MS = [200, 10_000, 30_000];
+/** The task probe (a scratch app through a real runner, ~0.3 s of CPU) runs in the early rounds and
+ * then every this many rounds: a machine's cost per task barely moves, and an agent on every node
+ * of a busy host should not keep adding work to it. */
+const TASK_PROBE_EVERY = 10;
 
 /** The median round's figures (each figure on its own), stamped with the newest round's time. */
 export function smooth(rounds: NodeOverhead[]): NodeOverhead {
@@ -156,6 +160,9 @@ export class OverheadProber {
   private running?: Promise<void>;
   private conn?: Redis;
   private readonly rounds: NodeOverhead[] = [];
+  /** Task CPU figures kept apart: most rounds do not measure it. */
+  private readonly taskRounds: number[] = [];
+  private roundNo = 0;
   private readonly linkRounds: LinkProfile[][] = [];
   last?: NodeOverhead;
 
@@ -183,11 +190,19 @@ export class OverheadProber {
   async once(): Promise<NodeOverhead | undefined> {
     const conn = this.conn ?? this.redis;
     try {
-      this.rounds.push(await measureOverhead(conn, this.keys, this.node, this.opts.samples));
+      const n = this.roundNo++;
+      const task = n < EARLY_ROUNDS_MS.length || n % TASK_PROBE_EVERY === 0;
+      const round = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { task });
+      if (round.taskCpuSec !== undefined) {
+        this.taskRounds.push(round.taskCpuSec);
+        if (this.taskRounds.length > ROUNDS_KEPT) this.taskRounds.shift();
+      }
+      this.rounds.push(round);
       this.linkRounds.push(await measureHomeLinks(conn, this.keys, this.node, this.opts.homeProbeBytes, this.opts.samples));
       if (this.rounds.length > ROUNDS_KEPT) this.rounds.shift();
       if (this.linkRounds.length > ROUNDS_KEPT) this.linkRounds.shift();
       const o = smooth(this.rounds);
+      if (this.taskRounds.length) o.taskCpuSec = median(this.taskRounds);
       const links = [0, 1].map((i) => smoothLink(this.linkRounds.map((r) => r[i]!)));
       const pipe = this.redis.multi().set(this.keys.overhead(this.node), JSON.stringify(o));
       for (const l of links) pipe.set(this.keys.linkFit(l.from, l.to), JSON.stringify(l));

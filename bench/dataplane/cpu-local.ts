@@ -5,7 +5,8 @@
 // sink in this process, a private redis-server. Prints each process's CPU ms per item (from
 // /proc, over the closed-loop run only) and items/s.
 // Environment: CPU_ITEMS (60), CPU_WINDOW (8), CPU_PROF (a folder: each runner writes a
-// --cpu-prof profile there), CPU_PATH (direct | central; default direct).
+// --cpu-prof profile there), CPU_PATH (direct | central; default direct), CPU_NODE_ARGS (extra
+// node flags for the runners, e.g. --trace-gc).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -67,11 +68,14 @@ async function main(): Promise<void> {
     const prof = process.env.CPU_PROF;
     if (prof) mkdirSync(prof, { recursive: true });
     for (const [i, t] of TASKS.entries()) {
-      const args = [...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-name', `${t}.cpuprofile`] : []), fileURLToPath(import.meta.url), 'runner', t, `node${i + 1}`, redisUrl, work];
+      const args = [...(process.env.CPU_NODE_ARGS ?? '').split(' ').filter(Boolean), ...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-name', `${t}.cpuprofile`] : []), fileURLToPath(import.meta.url), 'runner', t, `node${i + 1}`, redisUrl, work];
       const k = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
       kids.push(k);
       await new Promise<void>((res, rej) => {
-        k.stdout!.once('data', () => res());
+        k.stdout!.once('data', () => {
+          k.stdout!.pipe(process.stderr); // what the runner prints later (--trace-gc)
+          res();
+        });
         k.once('exit', (c) => rej(new Error(`runner ${t} exited ${c}`)));
       });
     }

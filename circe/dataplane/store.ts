@@ -4,7 +4,7 @@
 // cut off by a failed link finds them when the link returns: store and forward.
 // The store is bounded in bytes: a producer whose store is full waits (back-pressure) rather
 // than fill the node's disk or RAM.
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { chmod, copyFile, link, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -99,6 +99,23 @@ export class NodeStore {
       return readFileSync(this.path(id));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+  }
+
+  /** An open file descriptor on `id` and its size (the caller closes it), or undefined when this node does not hold it. */
+  open(id: string): { fd: number; size: number } | undefined {
+    let fd: number;
+    try {
+      fd = openSync(this.path(id), 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+    try {
+      return { fd, size: fstatSync(fd).size };
+    } catch (e) {
+      closeSync(fd);
       throw e;
     }
   }

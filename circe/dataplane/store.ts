@@ -4,8 +4,8 @@
 // cut off by a failed link finds them when the link returns: store and forward.
 // The store is bounded in bytes: a producer whose store is full waits (back-pressure) rather
 // than fill the node's disk or RAM.
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { chmod, copyFile, link, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmodSync, closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { copyFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Blob ids are sha1 hex (naming.ts blobIdFor): anything else is refused, so no path can escape. */
@@ -74,18 +74,24 @@ export class NodeStore {
     const path = this.path(id);
     await this.room(size);
     const tmp = `${path}.${process.pid}.tmp`;
-    await unlink(tmp).catch(() => undefined);
+    // Metadata calls are synchronous (microseconds each, less than a thread-pool round trip);
+    // only a copy of the bytes goes to the pool.
+    rmSync(tmp, { force: true });
     try {
-      await link(src, tmp);
-      await chmod(tmp, 0o600);
+      // Only a file with no other name is linked: one that also lives elsewhere (a task that
+      // linked its input or some file of its own as its output) is copied, so the store's chmod
+      // and what happens to that other name never touch each other.
+      if (statSync(src).nlink !== 1) throw new Error('has other names');
+      linkSync(src, tmp);
+      chmodSync(tmp, 0o600);
     } catch {
       // another file system (a container's tmpfs work folder, the node's data volume), no links,
       // or a file this process may not chmod
-      await unlink(tmp).catch(() => undefined);
+      rmSync(tmp, { force: true });
       await copyFile(src, tmp);
-      await chmod(tmp, 0o600);
+      chmodSync(tmp, 0o600);
     }
-    await rename(tmp, path);
+    renameSync(tmp, path);
     this.used += size;
   }
 

@@ -4,7 +4,7 @@
 // endpoint's refusals, the store's back-pressure and sweep, and a fetch that rides out an
 // unreachable node.
 import { expect } from 'chai';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createServer as createHttpServer, request } from 'node:http';
@@ -101,6 +101,24 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     expect((await get(port, `/blob/${'b'.repeat(40)}`, 'secret-one')).status).to.equal(404);
     const err = await store.get('../x').then(() => undefined, (e: Error) => e);
     expect(err?.message).to.match(/not a blob id/);
+    // A task's output goes in by a link (owner-only), or by a copy when the file has other names
+    // (their mode stays theirs); a 600 KiB answer comes out whole, in pieces.
+    const big = join(rig.work, 'out.bin');
+    writeFileSync(big, Buffer.alloc(600_000, 3), { mode: 0o644 });
+    const C = 'c'.repeat(40);
+    await store.putFile(C, big, 600_000);
+    expect(statSync(join(store.dir, C)).ino).to.equal(statSync(big).ino);
+    expect(statSync(join(store.dir, C)).mode & 0o777).to.equal(0o600);
+    const shared = join(rig.work, 'shared.bin');
+    writeFileSync(shared, 'kept as is', { mode: 0o644 });
+    linkSync(shared, join(rig.work, 'other-name.bin'));
+    const D = 'd'.repeat(40);
+    await store.putFile(D, shared, 10);
+    expect(statSync(join(store.dir, D)).ino).to.not.equal(statSync(shared).ino);
+    expect(statSync(shared).mode & 0o777).to.equal(0o644);
+    const served = await get(port, `/blob/${C}`, 'secret-one');
+    expect(served.status).to.equal(200);
+    expect(served.body.equals(Buffer.alloc(600_000, 3))).to.equal(true);
   });
 
   it('a full store holds its producer back until the sweep frees what receivers took; young files are kept', async () => {

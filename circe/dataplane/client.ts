@@ -22,22 +22,28 @@ export interface FetchOptions {
   /** Give up on one attempt after this long without progress (ms). */
   timeoutMs: number;
   /**
-   * Called once when half of the body is in (or the attempt ended): the caller may start its next
-   * transfer from the same node then, so that the next request's round trip and the sender's
-   * reading of the file overlap this transfer's tail instead of leaving the link idle between them.
+   * Called once when the rest of the body should be in within OVERLAP_MS at the rate seen so far
+   * (or the attempt ended): the caller may start its next transfer from the same node then, so
+   * that the next request's round trip and the sender's turn (its event loop may be running a
+   * task) overlap this transfer's tail instead of leaving the link idle between them. Bounded in
+   * time, not in bytes: on a slow link two transfers share it for a moment only.
    */
-  onHalf?: () => void;
+  onTail?: () => void;
 }
+
+/** How long before a transfer's end the next one from the same node is asked for (ms). */
+export const OVERLAP_MS = 30;
 
 /** One GET of a blob from one endpoint (`host:port`). Network errors reject with `code`. */
 export function getBlob(endpoint: string, id: string, opts: FetchOptions): Promise<Buffer> {
   const colon = endpoint.lastIndexOf(':');
-  let halfSaid = false;
-  const half = (): void => {
-    if (halfSaid) return;
-    halfSaid = true;
-    opts.onHalf?.();
+  let tailSaid = false;
+  const tail = (): void => {
+    if (tailSaid) return;
+    tailSaid = true;
+    opts.onTail?.();
   };
+  const asked = performance.now();
   return new Promise<Buffer>((resolve, reject) => {
     const req = request({
       host: endpoint.slice(0, colon), port: Number(endpoint.slice(colon + 1)), path: `/blob/${id}`, method: 'GET', agent,
@@ -60,10 +66,11 @@ export function getBlob(endpoint: string, id: string, opts: FetchOptions): Promi
           }
           c.copy(body, n);
           n += c.length;
-          if (2 * n >= length) half();
+          // The rate counts from the asking: an estimate on the slow side, so the tail starts early rather than late.
+          if (!tailSaid && (length - n) * (performance.now() - asked) <= OVERLAP_MS * n) tail();
         });
         res.on('end', () => {
-          half();
+          tail();
           if (n === length) resolve(body);
           else reject(Object.assign(new Error(`blob ${id} from ${endpoint} ended after ${n} of ${length} bytes`), { code: 'ECONNRESET' }));
         });
@@ -81,7 +88,7 @@ export function getBlob(endpoint: string, id: string, opts: FetchOptions): Promi
         chunks.push(c);
       });
       res.on('end', () => {
-        half();
+        tail();
         const body = Buffer.concat(chunks);
         if (res.statusCode === 200) resolve(body);
         else if (res.statusCode === 404) reject(new BlobMissingError(`node at ${endpoint} does not hold blob ${id}`));
@@ -91,7 +98,7 @@ export function getBlob(endpoint: string, id: string, opts: FetchOptions): Promi
     });
     req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer from ${endpoint} within ${opts.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
     req.on('error', (e) => {
-      half();
+      tail();
       reject(e);
     });
     req.end();

@@ -167,15 +167,15 @@ export class DataPlane {
       // Transfers from one source node go in the order asked, each mostly alone on the link: a
       // runner that fetches ahead gets its next item's bytes at the link's full rate right after
       // the current one's, instead of splitting the link between them and delaying both. The
-      // next one starts once half of the current one is in, so its request, the sender's turn
-      // (its event loop may be busy running a task) and its first bytes overlap the current
-      // one's tail and the link does not idle between items. Only the attempts hold the lane;
+      // next one starts in the current one's last OVERLAP_MS (client.ts), so its request, the
+      // sender's turn (its event loop may be busy running a task) and its first bytes overlap
+      // the current one's tail and the link does not idle between items. Only the attempts hold the lane;
       // backoff and waiting for a re-run do not (a re-run may need this very lane).
       const from = src;
       const got = await this.lane(from, async (release) => {
         for (const ep of list) {
           try {
-            return await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS, onHalf: release });
+            return await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS, onTail: release });
           } catch (e) {
             last = e as Error;
             if (e instanceof BlobMissingError) missing++;

@@ -17,9 +17,9 @@ export const GROUP_BYTES = 1024 * 1024;
 /**
  * Jobs a runner holds beyond the ones it runs while its inputs come from other nodes (direct
  * data path): the next item's transfer overlaps this one's run, the link never waits for the
- * task. Two: fetches from one node go in order, the next asked for once half of the current one
- * is in (circe/dataplane), so with one ahead the link idled from the end of a transfer until the
- * running item's commit let the next job in.
+ * task. Two: fetches from one node go in order, the next asked for in the current one's last
+ * 30 ms (circe/dataplane/client.ts), and with one ahead the link idled from the end of a transfer
+ * until the running item's commit let the next job in.
  */
 export const FETCH_AHEAD = 2;
 

@@ -163,12 +163,12 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     await reader.close();
   });
 
-  it('fetches from one node go in the order asked, the next once half of the current one is in; the patience counts from the asking', async () => {
+  it('fetches from one node go in the order asked, the next in the tail of the current one; the patience counts from the asking', async () => {
     const settings: PipelineSettings = { ...(await readSettings(rig.client, PREFIX, 'x')), dataPath: 'direct', fetchPatienceMs: 1200 };
     const keys = appKeys(PREFIX, 'x');
     await ensureDataToken(rig.client, keys);
-    // The far node, seen from the wire: sends the first half of each answer after 40 ms and the
-    // rest after 80 ms, counting requests in flight.
+    // The far node, seen from the wire: sends three quarters of each answer after 60 ms and the
+    // rest after 120 ms (the tail, within OVERLAP_MS at the rate seen), counting requests in flight.
     let inFlight = 0;
     let most = 0;
     const order: string[] = [];
@@ -177,11 +177,11 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
       most = Math.max(most, inFlight);
       order.push(req.url!.slice(-2));
       res.writeHead(200, { 'content-length': 4 });
-      setTimeout(() => res.write('da'), 40);
+      setTimeout(() => res.write('dat'), 60);
       setTimeout(() => {
         inFlight--;
-        res.end('ta');
-      }, 80);
+        res.end('a');
+      }, 120);
     });
     await new Promise<void>((r) => far.listen(0, '127.0.0.1', () => r()));
     await rig.client.hset(keys.dataNodes('far'), `127.0.0.1:${(far.address() as { port: number }).port}`, String(Date.now()));
@@ -189,7 +189,7 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     const ids = ['01', '02', '03', '04'].map((n) => `${'b'.repeat(38)}${n}`);
     const got = await Promise.all(ids.map((id) => reader.fetch('far', id)));
     expect(got.map((b) => b.toString())).to.deep.equal(['data', 'data', 'data', 'data']);
-    // The next request goes out at the current one's half-way point: two overlap, never more.
+    // The next request goes out in the current one's tail: two overlap, never more.
     expect(most).to.equal(2);
     expect(order).to.deep.equal(['01', '02', '03', '04']);
     await new Promise<void>((r) => far.close(() => r()));

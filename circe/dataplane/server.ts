@@ -25,10 +25,12 @@ function tokenOk(header: string | undefined, token: string): boolean {
 
 /**
  * Reusable buffers for serving files: a blob goes out in pieces read into one of these, so a
- * served MiB leaves no MiB of garbage behind (on a node serving a frame per item, collecting
- * those was a good part of the runner's CPU).
+ * served frame leaves no buffer of its size behind as garbage. A piece holds a whole frame of a
+ * few MiB: the socket gets all of it at once and the kernel sends it on while this runner's event
+ * loop runs a task; with small pieces the link would idle whenever the producer's task held the
+ * loop between two pieces.
  */
-const PIECE = 256 * 1024;
+const PIECE = 4 * 1024 * 1024;
 const pieces: Buffer[] = [];
 
 /** Write `size` bytes of `fd` to `res`, a piece at a time, each once the previous one left for the kernel. */
@@ -49,7 +51,7 @@ async function sendFile(fd: number, size: number, res: ServerResponse): Promise<
       });
     }
   } finally {
-    if (pieces.length < 8) pieces.push(buf);
+    if (pieces.length < 2) pieces.push(buf);
   }
 }
 

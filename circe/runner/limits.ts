@@ -17,11 +17,9 @@ export const GROUP_BYTES = 1024 * 1024;
 /**
  * Jobs a runner holds beyond the ones it runs while its inputs come from other nodes (direct
  * data path): the next item's transfer overlaps this one's run, the link never waits for the
- * task. Two: fetches from one node go in order, the next asked for in the current one's last
- * 30 ms (circe/dataplane/client.ts), and with one ahead the link idled from the end of a transfer
- * until the running item's commit let the next job in.
+ * task. One is enough: fetches from one node go one at a time anyway (circe/dataplane).
  */
-export const FETCH_AHEAD = 2;
+export const FETCH_AHEAD = 1;
 
 /**
  * Prefetch window after an item took `lastMs` with a running mean of `meanMs` per job: held jobs

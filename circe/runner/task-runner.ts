@@ -17,7 +17,7 @@
 // reach the runner, which is queue order except that two neighbours can swap where a backlog
 // starts (BullMQ then fetches over two paths at once); retries, joins and parallel branches
 // never kept a strict order anyway. On the direct data path a runner whose inputs come from
-// other nodes also holds jobs ahead (FETCH_AHEAD), so that the next item's transfer overlaps
+// other nodes also holds one job ahead (FETCH_AHEAD), so that the next item's transfer overlaps
 // this one's run; and every grouped Redis call carries at most GROUP_BYTES beyond its first item,
 // so a backlog on a slow link streams item by item rather than as one unit.
 import { readFileSync, statSync, writeFileSync } from 'node:fs';

@@ -9,7 +9,7 @@
 //     throughput  N triggers of 1 MiB frames, closed loop (at most W items in flight): items/s
 //                 and makespan p50; tc class byte counters before/after: bytes over the home's
 //                 links vs between hosts (less the agents' probes, counted by iptables on their
-//                 port); CPU seconds of each host's processes
+//                 port); CPU seconds of each host's processes and the ms their CPU quota held containers back
 //     isolated    1 MiB items one at a time: makespan p50, per-hop p50
 //   raw TCP   N x 1 MiB node1 -> node2 -> node3 (a relay on node2) over the same links, right
 //             before the last path's throughput run: items/s

@@ -9,7 +9,7 @@
 //     throughput  N triggers of 1 MiB frames, closed loop (at most W items in flight): items/s
 //                 and makespan p50; tc class byte counters before/after: bytes over the home's
 //                 links vs between hosts (less the agents' probes, counted by iptables on their
-//                 port); CPU seconds of each host's processes
+//                 port); CPU seconds of each host's processes and the ms their CPU quota held containers back
 //     isolated    1 MiB items one at a time: makespan p50, per-hop p50
 //   raw TCP   N x 1 MiB node1 -> node2 -> node3 (a relay on node2) over the same links, right
 //             before the last path's throughput run: items/s
@@ -136,8 +136,9 @@ interface Snapshot {
   tc: Counters;
   ipt: { all: Counters; agents: Counters };
   cpu: Record<string, number>;
+  throttled: Record<string, number>;
 }
-const snapshot = (state: TestbedState): Snapshot => ({ tc: Object.fromEntries(classStats(state).map((c) => [`${c.from}>${c.to}`, c.bytes])), ipt: pairCounters(state), cpu: cpuPerHost(state) });
+const snapshot = (state: TestbedState): Snapshot => ({ tc: Object.fromEntries(classStats(state).map((c) => [`${c.from}>${c.to}`, c.bytes])), ipt: pairCounters(state), cpu: cpuPerHost(state), throttled: throttledPerHost(state) });
 
 interface Traffic {
   seconds: number;
@@ -153,6 +154,8 @@ interface Traffic {
   homeControl: number;
   /** CPU seconds each host's processes used during the phase, and the machine's 1-minute load at its end. */
   cpuSec: Record<string, number>;
+  /** ms each host's containers were held back by their CPU quota during the phase. */
+  throttledMs: Record<string, number>;
   load1: number;
 }
 
@@ -177,6 +180,7 @@ function traffic(a: Snapshot, b: Snapshot, seconds: number): Traffic {
     agentsHostToHost: sum(agents, between),
     homeControl: sum(net, (f, t) => f === HOME && t === 'unshaped'),
     cpuSec: Object.fromEntries(Object.keys(b.cpu).map((k) => [k, +(b.cpu[k]! - (a.cpu[k] ?? 0)).toFixed(2)])),
+    throttledMs: Object.fromEntries(Object.keys(b.throttled).map((k) => [k, Math.round(b.throttled[k]! - (a.throttled[k] ?? 0))])),
     load1: loadavg()[0]!,
   };
 }
@@ -197,6 +201,12 @@ const TICK = 100; // USER_HZ
 
 /** CPU seconds used so far by each host's engine (dockerd, containerd, shims, containers) and by the home's Redis. */
 function cpuPerHost(state: TestbedState): Record<string, number> {
+  const { cpu, pids } = hostProcesses(state);
+  return Object.fromEntries([...pids].map(([h, set]) => [h, [...set].reduce((a, q) => a + (cpu.get(q) ?? 0), 0)]));
+}
+
+/** Each host's processes (and the home Redis's), with the CPU seconds of every process. */
+function hostProcesses(state: TestbedState): { cpu: Map<number, number>; pids: Map<string, Set<number>> } {
   const children = new Map<number, number[]>();
   const cpu = new Map<number, number>();
   const cmd = new Map<number, string>();
@@ -211,7 +221,7 @@ function cpuPerHost(state: TestbedState): Record<string, number> {
       // gone
     }
   }
-  const tree = (roots: number[]): number => {
+  const tree = (roots: number[]): Set<number> => {
     const seen = new Set<number>();
     const walk = (q: number): void => {
       if (seen.has(q)) return;
@@ -219,11 +229,46 @@ function cpuPerHost(state: TestbedState): Record<string, number> {
       for (const c of children.get(q) ?? []) walk(c);
     };
     roots.forEach(walk);
-    return [...seen].reduce((a, q) => a + (cpu.get(q) ?? 0), 0);
+    return seen;
   };
+  const pids = new Map<string, Set<number>>();
+  for (const h of state.hosts.filter((x) => x.engine)) pids.set(h.name, tree([...cmd].filter(([, c]) => c.includes(`${state.runRoot}/${h.name}/`)).map(([q]) => q)));
+  if (state.redis) pids.set('home redis', tree([state.redis.pid]));
+  return { cpu, pids };
+}
+
+/**
+ * Milliseconds the CPU quota held back the containers of each host so far (CFS throttling: each
+ * container may use `docker.cpus` per 100 ms period, and waits for the next period beyond it).
+ */
+function throttledPerHost(state: TestbedState): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const h of state.hosts.filter((x) => x.engine)) out[h.name] = tree([...cmd].filter(([, c]) => c.includes(`${state.runRoot}/${h.name}/`)).map(([q]) => q));
-  if (state.redis) out['home redis'] = tree([state.redis.pid]);
+  for (const [h, set] of hostProcesses(state).pids) {
+    if (h === 'home redis') continue;
+    const groups = new Set<string>();
+    for (const q of set) {
+      try {
+        for (const line of readFileSync(`/proc/${q}/cgroup`, 'utf8').split('\n')) {
+          const [, ctrl, path] = line.split(':');
+          if (path && path !== '/' && (ctrl === '' || ctrl!.split(',').includes('cpu'))) groups.add(ctrl === '' ? join('/sys/fs/cgroup', path) : join('/sys/fs/cgroup', 'cpu', path));
+        }
+      } catch {
+        // gone
+      }
+    }
+    let ms = 0;
+    for (const g of groups) {
+      try {
+        const st = readFileSync(join(g, 'cpu.stat'), 'utf8');
+        const v1 = /^throttled_time (\d+)/m.exec(st);
+        const v2 = /^throttled_usec (\d+)/m.exec(st);
+        ms += v1 ? Number(v1[1]) / 1e6 : v2 ? Number(v2[1]) / 1e3 : 0;
+      } catch {
+        // gone
+      }
+    }
+    out[h] = ms;
+  }
   return out;
 }
 
@@ -622,7 +667,7 @@ function report(out: Results): void {
     const h = (s: HopStats) => HOPS.map((x) => `${x} ${s.p50Ms[x]!.toFixed(1)}`).join(', ');
     process.stdout.write(`${p.path}: per-hop p50 ms, 1 MiB isolated: ${h(p.isolated.hops)}${p.small ? `; small: ${h(p.small.hops)} (bytes per hop ${Object.values(p.small.hops.bytes).join('/')})` : ''}\n`);
     const cpu = p.throughput.traffic.cpuSec;
-    process.stdout.write(`  CPU during the 1 MiB run (${p.throughput.traffic.seconds.toFixed(1)} s, load ${p.throughput.traffic.load1.toFixed(1)} at its end): ${Object.entries(cpu).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ')}; ${(Object.values(cpu).reduce((a, v) => a + v, 0) / N * 1000).toFixed(0)} ms per item\n`);
+    process.stdout.write(`  CPU during the 1 MiB run (${p.throughput.traffic.seconds.toFixed(1)} s, load ${p.throughput.traffic.load1.toFixed(1)} at its end): ${Object.entries(cpu).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ')}; ${(Object.values(cpu).reduce((a, v) => a + v, 0) / N * 1000).toFixed(0)} ms per item; held back by the containers' CPU quota: ${Object.entries(p.throughput.traffic.throttledMs ?? {}).map(([k, v]) => `${k} ${v} ms`).join(', ')}\n`);
     const parts = (s: HopStats) => Object.entries(s.partsP50Ms).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
     process.stdout.write(`  p50 ms, 1 MiB under load: ${parts(p.throughput.hops)}\n  isolated: ${parts(p.isolated.hops)}\n`);
   }

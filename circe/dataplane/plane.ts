@@ -133,6 +133,14 @@ export class DataPlane {
     return pointerFor(this.opts.node);
   }
 
+  /** put() for an output still in its file (`size` bytes): its bytes never enter this process. */
+  async putFile(blob: string, path: string, size: number): Promise<Buffer> {
+    await this.store!.putFile(blob, path, size);
+    this.stats.stored++;
+    this.stats.storedBytes += size;
+    return pointerFor(this.opts.node);
+  }
+
   /**
    * The bytes of a blob held on node `src`: from this node's store, or fetched from `src`. A node
    * that is dead (lineage.ts nodeDead) or answers that it lacks the blob has the blob's producer
@@ -157,17 +165,21 @@ export class DataPlane {
       }
       const list = await this.endpointsOf(src, round > 0);
       let missing = 0;
-      // One transfer per source node at a time, in the order asked: a runner that fetches ahead
-      // gets its next item's bytes at the link's full rate right after the current one's,
-      // instead of splitting the link between them and delaying both. Only the attempts hold the
-      // lane; backoff and waiting for a re-run do not (a re-run may need this very lane).
+      // Transfers from one source node go in the order asked, each mostly alone on the link: a
+      // runner that fetches ahead gets its next item's bytes at the link's full rate right after
+      // the current one's, instead of splitting the link between them and delaying both. The
+      // next one starts in the current one's last OVERLAP_MS (client.ts), so its request, the
+      // sender's turn (its event loop may be busy running a task) and its first bytes overlap
+      // the current one's tail and the link does not idle between items. Only the attempts hold the lane;
+      // backoff and waiting for a re-run do not (a re-run may need this very lane).
       const from = src;
-      const got = await this.lane(from, async () => {
+      const got = await this.lane(from, async (release) => {
         for (const ep of list) {
           try {
-            // Timed inside the lane: the wait for earlier transfers is not the link's time.
+            // Timed inside the lane: the wait for earlier transfers is not the link's time (the
+            // previous one's last OVERLAP_MS may still share the link: noise of a few ms).
             const t0 = performance.now();
-            const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS });
+            const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS, onTail: release });
             this.noteTransfer(from, bytes.length, (performance.now() - t0) / 1000);
             return bytes;
           } catch (e) {
@@ -226,10 +238,15 @@ export class DataPlane {
     void this.opts.redis.pipeline().lpush(key, JSON.stringify(t)).ltrim(key, 0, LINK_TRANSFERS_KEPT - 1).exec().catch(() => undefined);
   }
 
-  /** Run `fn` after every transfer queued before it from node `src`. */
-  private lane<T>(src: string, fn: () => Promise<T>): Promise<T> {
-    const run = (this.lanes.get(src) ?? Promise.resolve()).then(fn);
-    const tail = run.catch(() => undefined);
+  /**
+   * Run `fn` once every transfer queued before it from node `src` has ended or released the lane
+   * (`release`: the next one may start now; implied when `fn` settles).
+   */
+  private lane<T>(src: string, fn: (release: () => void) => Promise<T>): Promise<T> {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const run = (this.lanes.get(src) ?? Promise.resolve()).then(() => fn(release));
+    const tail = Promise.race([released, run.then(() => undefined, () => undefined)]);
     this.lanes.set(src, tail);
     void tail.then(() => {
       if (this.lanes.get(src) === tail) this.lanes.delete(src);

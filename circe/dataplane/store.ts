@@ -4,8 +4,8 @@
 // cut off by a failed link finds them when the link returns: store and forward.
 // The store is bounded in bytes: a producer whose store is full waits (back-pressure) rather
 // than fill the node's disk or RAM.
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmodSync, closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { copyFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Blob ids are sha1 hex (naming.ts blobIdFor): anything else is refused, so no path can escape. */
@@ -41,11 +41,10 @@ export class NodeStore {
     return join(this.dir, id);
   }
 
-  /** Keep `bytes` under `id`; waits while the store is full. Written to a temp name, then renamed: a reader never sees half a file. */
-  async put(id: string, bytes: Buffer): Promise<void> {
-    const path = this.path(id);
+  /** Wait until `size` more bytes fit (back-pressure), or give up after the store's `waitMs`. */
+  private async room(size: number): Promise<void> {
     const deadline = Date.now() + this.opts.waitMs;
-    while (this.used > 0 && this.used + bytes.length > this.opts.maxBytes) {
+    while (this.used > 0 && this.used + size > this.opts.maxBytes) {
       if (Date.now() > deadline) {
         throw new Error(`the node's data store is full (${this.used} of ${this.opts.maxBytes} bytes held for receivers that have not taken them) after waiting ${this.opts.waitMs} ms`);
       }
@@ -54,18 +53,75 @@ export class NodeStore {
         setTimeout(resolve, 200).unref();
       });
     }
+  }
+
+  /** Keep `bytes` under `id`; waits while the store is full. Written to a temp name, then renamed: a reader never sees half a file. */
+  async put(id: string, bytes: Buffer): Promise<void> {
+    const path = this.path(id);
+    await this.room(bytes.length);
     const tmp = `${path}.${process.pid}.tmp`;
     await writeFile(tmp, bytes, { mode: 0o600 });
     await rename(tmp, path);
     this.used += bytes.length;
   }
 
-  /** The bytes of `id`, or undefined when this node does not hold them. */
+  /**
+   * Keep the file at `src` (`size` bytes, a task's output) under `id`, without its bytes passing
+   * through this process: a hard link when the store is on the same file system, else a copy made
+   * by the kernel. Waits while the store is full, like put().
+   */
+  async putFile(id: string, src: string, size: number): Promise<void> {
+    const path = this.path(id);
+    await this.room(size);
+    const tmp = `${path}.${process.pid}.tmp`;
+    // Metadata calls are synchronous (microseconds each, less than a thread-pool round trip);
+    // only a copy of the bytes goes to the pool.
+    rmSync(tmp, { force: true });
+    try {
+      // Only a file with no other name is linked: one that also lives elsewhere (a task that
+      // linked its input or some file of its own as its output) is copied, so the store's chmod
+      // and what happens to that other name never touch each other.
+      if (statSync(src).nlink !== 1) throw new Error('has other names');
+      linkSync(src, tmp);
+      chmodSync(tmp, 0o600);
+    } catch {
+      // another file system (a container's tmpfs work folder, the node's data volume), no links,
+      // or a file this process may not chmod
+      rmSync(tmp, { force: true });
+      await copyFile(src, tmp);
+      chmodSync(tmp, 0o600);
+    }
+    renameSync(tmp, path);
+    this.used += size;
+  }
+
+  /**
+   * The bytes of `id`, or undefined when this node does not hold them. Read in one synchronous
+   * call: a blob is at most a few MiB from the page cache, less than the thread-pool round trips
+   * of an asynchronous read.
+   */
   async get(id: string): Promise<Buffer | undefined> {
     try {
-      return await readFile(this.path(id));
+      return readFileSync(this.path(id));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+  }
+
+  /** An open file descriptor on `id` and its size (the caller closes it), or undefined when this node does not hold it. */
+  open(id: string): { fd: number; size: number } | undefined {
+    let fd: number;
+    try {
+      fd = openSync(this.path(id), 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+    try {
+      return { fd, size: fstatSync(fd).size };
+    } catch (e) {
+      closeSync(fd);
       throw e;
     }
   }

@@ -20,7 +20,7 @@
 // other nodes also holds one job ahead (FETCH_AHEAD), so that the next item's transfer overlaps
 // this one's run; and every grouped Redis call carries at most GROUP_BYTES beyond its first item,
 // so a backlog on a slow link streams item by item rather than as one unit.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { UnrecoverableError, WaitingError, Worker, type Job } from '../queue/libs.js';
 import type { Redis } from 'ioredis';
@@ -451,16 +451,22 @@ export class TaskRunner {
     const finish = nowMs();
 
     const routes = routeOutputs(task, outputs.length);
-    const files: OutgoingFile[] = routes.map((r) => ({ name: basename(outputs[r.output]!), bytes: readFileSync(outputs[r.output]!), to: r.to }));
-    if (this.plane) {
-      // Direct path: what does not travel inline stays here until its receivers take it.
+    // Direct path: what does not travel inline stays here until its receivers take it, moved
+    // from its file into the store without being read (plane.putFile).
+    const plane = this.plane;
+    const keeps = (size: number, to: string[]): boolean => size > INLINE_MAX && size <= this.settings.maxBlobBytes && to.length > 0;
+    const files: Array<OutgoingFile & { path: string; size: number }> = routes.map((r) => {
+      const path = outputs[r.output]!;
+      const size = plane ? statSync(path).size : -1;
+      return { name: basename(path), bytes: plane && keeps(size, r.to) ? Buffer.alloc(0) : readFileSync(path), to: r.to, path, size };
+    });
+    if (plane) {
       const kept: string[] = [];
       for (const f of files) {
-        if (f.bytes.length <= INLINE_MAX || f.bytes.length > this.settings.maxBlobBytes || f.to.length === 0) continue;
-        const size = f.bytes.length;
+        if (!keeps(f.size, f.to)) continue;
         kept.push(blobIdFor(d.item, T, f.name));
-        f.bytes = await this.plane.put(kept[kept.length - 1]!, f.bytes);
-        f.stored = { node: this.opts.node, size };
+        f.bytes = await plane.putFile(kept[kept.length - 1]!, f.path, f.size);
+        f.stored = { node: this.opts.node, size: f.size };
       }
       // How they were made, so that they can be made again if this node is lost (before the commit).
       if (!rerun) await recordLineage(this.redis, this.keys, { task: T, item: d.item, node: this.opts.node, inputs, outs: kept });

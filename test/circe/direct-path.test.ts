@@ -204,11 +204,11 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     expect(most).to.equal(2);
     expect(order).to.deep.equal(['01', '02', '03', '04']);
     // Each transfer is link evidence for far -> near (config/link-transfers.ts), timed without
-    // its wait in the lane: transfers one after another add up to about the wall time (the
-    // overlapping tails aside), where counting the waits would make it 2.5x.
+    // its wait in the lane: each took about one answer's time, where counting the wait would make
+    // the last one take about the whole wall time.
     const transfers = await recorded(keys.linkTransfers('far', 'near'), 4);
     expect(transfers.map((t) => t.bytes)).to.deep.equal([BODY.length, BODY.length, BODY.length, BODY.length]);
-    expect(transfers.reduce((a, t) => a + t.seconds, 0)).to.be.at.most(1.5 * wall);
+    expect(Math.max(...transfers.map((t) => t.seconds))).to.be.below(0.75 * wall);
     await new Promise<void>((r) => far.close(() => r()));
 
     // An unreachable node: three fetches asked together all give up after about one patience,

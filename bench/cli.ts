@@ -1,6 +1,7 @@
 // The real `jupiter` CLI from a bench, as a child process: its output, and its own progress lines
 // (steps) shown indented under the bench's. Shared by the testbed benches.
 import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,3 +37,11 @@ export const median = (xs: number[]): number => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
+
+/** Write a bench's JSON results and the chart drawn from them beside it (same name, .svg). */
+export function writeResults(file: string, out: unknown, svg: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
+  writeFileSync(file.replace(/\.json$/, '.svg'), svg);
+  log(`wrote ${file} and .svg`);
+}

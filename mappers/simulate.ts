@@ -178,13 +178,7 @@ function gap(starts: number[], finishes: number[], ready: number, dur: number): 
 }
 
 function slot(starts: number[], finishes: number[], ready: number, dur: number): number {
-  let t = ready;
-  let i = 0;
-  while (i < finishes.length && (finishes[i] as number) <= ready) i++;
-  for (; i < starts.length; i++) {
-    if (t + dur <= (starts[i] as number)) break;
-    if ((finishes[i] as number) > t) t = finishes[i] as number;
-  }
+  const t = gap(starts, finishes, ready, dur);
   let j = starts.length;
   while (j > 0 && (starts[j - 1] as number) > t) j--;
   starts.splice(j, 0, t);

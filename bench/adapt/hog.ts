@@ -25,7 +25,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import { DEFAULT_PREFIX, redisKeys } from '../../config/redis-keys.js';
@@ -38,7 +38,7 @@ import { readMapping } from '../../orchestrator/deploy/record.js';
 import { readProfiles } from '../../orchestrator/profiles/read.js';
 import { renderTable } from '../../orchestrator/report/table.js';
 import { fitExecModels, predictExec, type ExecRecord } from '../../profilers/models/exec-model.js';
-import { jupiter, log, repoRoot, sleep } from '../cli.js';
+import { jupiter, log, repoRoot, sleep, writeResults } from '../cli.js';
 import { BIN_SEC, bins, Stream } from './stream.js';
 import { timelineSvg } from './timeline-svg.js';
 
@@ -322,10 +322,7 @@ async function main(): Promise<void> {
       { label: `items/s (per ${BIN_SEC} s)`, series: [{ label: 'throughput', points: timeline.map((b) => [b.t, b.itemsPerSec]) }] },
       { label: 'ms', series: [{ label: 'makespan p50', points: timeline.map((b) => [b.t, b.makespanP50Ms]) }, { label: `t1@${node} model`, points: models.map((m) => [m.t, m.ms]) }] },
     ], markers);
-    mkdirSync(dirname(RESULTS), { recursive: true });
-    writeFileSync(RESULTS, `${JSON.stringify(out, null, 2)}\n`);
-    writeFileSync(RESULTS.replace(/\.json$/, '.svg'), svg);
-    log(`wrote ${RESULTS} and .svg`);
+    writeResults(RESULTS, out, svg);
   } finally {
     await hog.stop().catch(() => undefined);
     redis?.disconnect();

@@ -21,9 +21,9 @@
 //             duplicates at the sink over the whole stream.
 // Writes bench/results/adapt-remap.json and .svg (throughput and makespan over time, with the
 // change, its detection and the re-map marked).
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import { loadClusterConfig } from '../../config/cluster/load.js';
@@ -36,7 +36,7 @@ import { readDeployment, readMapping } from '../../orchestrator/deploy/record.js
 import { readProfiles } from '../../orchestrator/profiles/read.js';
 import { renderTable } from '../../orchestrator/report/table.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
-import { jupiter, log, repoRoot, sleep } from '../cli.js';
+import { jupiter, log, repoRoot, sleep, writeResults } from '../cli.js';
 import { BIN_SEC, bins, Stream } from './stream.js';
 import { timelineSvg } from './timeline-svg.js';
 
@@ -206,10 +206,7 @@ async function main(): Promise<void> {
       { label: `items/s (per ${BIN_SEC} s)`, series: [{ label: 'throughput', points: timeline.map((b) => [b.t, b.itemsPerSec]) }, { label: 'fresh deploy', points: [[changeAt + 60, freshRate], [total, freshRate]] }] },
       { label: 'makespan p50 (ms)', series: [{ label: 'makespan', points: timeline.map((b) => [b.t, b.makespanP50Ms]) }] },
     ], markers);
-    mkdirSync(dirname(RESULTS), { recursive: true });
-    writeFileSync(RESULTS, `${JSON.stringify(out, null, 2)}\n`);
-    writeFileSync(RESULTS.replace(/\.json$/, '.svg'), svg);
-    log(`wrote ${RESULTS} and .svg`);
+    writeResults(RESULTS, out, svg);
   } finally {
     await loop?.stop().catch(() => undefined);
     redis?.disconnect();

@@ -13,7 +13,8 @@
 // Peers' settings (their docs' advice for a pipeline): see bench/peers/peers.py and the README.
 // Environment: BENCH_ITEMS (5000), BENCH_LATENCY_ITEMS (200), BENCH_ROUNDS (3), BENCH_BIG_ITEMS
 // (100, 1 MiB each), BENCH_ONLY (comma list of: jupiter-py, jupiter-js, bullmq, dask, celery,
-// big), BENCH_RESULTS (JSON; default bench/results/peers.json).
+// big), BENCH_DATA_PATH (central | direct: Jupiter's data path; default central), BENCH_RESULTS
+// (JSON; default bench/results/peers.json, or peers-direct.json on the direct path).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -34,6 +35,7 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const BIG_N = Number(process.env.BENCH_BIG_ITEMS ?? 100);
 const BIG_LAT_N = Math.max(5, Math.round(BIG_N / 5));
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : undefined;
+const DATA_PATH = process.env.BENCH_DATA_PATH === 'direct' ? 'direct' : 'central';
 const PAYLOAD = Buffer.alloc(100, 'p');
 const BIG = Buffer.alloc(1024 * 1024, 'b');
 const PYTHON = '/usr/bin/python3';
@@ -163,7 +165,7 @@ async function main(): Promise<void> {
   }>();
 
   const jupiter = (key: string, label: string, python: boolean, payload: Buffer, n: number, latN: number): void => {
-    const ours = new Ours(server.url, root, redisPid, { python, payload, files: ROUNDS * (n + latN), prefix: `${key}:` });
+    const ours = new Ours(server.url, root, redisPid, { python, payload, files: ROUNDS * (n + latN), prefix: `${key}:`, dataPath: DATA_PATH });
     systems.set(key, {
       label,
       start: () => ours.start(),
@@ -250,10 +252,10 @@ async function main(): Promise<void> {
       cpuMsPerItemPy: summary['jupiter-py']?.cpuMsPerItem ?? NaN,
       cpuMsPerItemJs: summary['jupiter-js']?.cpuMsPerItem ?? NaN,
     };
-    const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', 'peers.json');
+    const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', DATA_PATH === 'direct' ? 'peers-direct.json' : 'peers.json');
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify({
-      bench: 'peers', at: new Date().toISOString(), items: N, latencyItems: LAT_N, bigItems: BIG_N, bigLatencyItems: BIG_LAT_N, rounds: ROUNDS,
+      bench: 'peers', at: new Date().toISOString(), dataPath: DATA_PATH, items: N, latencyItems: LAT_N, bigItems: BIG_N, bigLatencyItems: BIG_LAT_N, rounds: ROUNDS,
       payloadBytes: PAYLOAD.length, bigPayloadBytes: BIG.length, cpus: cpus().length, loadavg: loadavg(), node: process.version,
       summary, targets, perRound: Object.fromEntries(results),
     }, null, 2)}\n`);
@@ -283,7 +285,7 @@ async function main(): Promise<void> {
     rmSync(root, { recursive: true, force: true });
   }
   const { summary, targets, out } = report();
-  console.log(`\nbench:peers  (3 stages of no-op tasks; ${N} items of 100 B for throughput, ${LAT_N} one at a time for latency; 1 MiB: ${BIG_N} and ${BIG_LAT_N}; medians of ${ROUNDS} interleaved rounds; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)})\n`);
+  console.log(`\nbench:peers  (Jupiter on the ${DATA_PATH} data path; 3 stages of no-op tasks; ${N} items of 100 B for throughput, ${LAT_N} one at a time for latency; 1 MiB: ${BIG_N} and ${BIG_LAT_N}; medians of ${ROUNDS} interleaved rounds; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)})\n`);
   console.log('| system | items/s | end-to-end p50 / p99 (ms) | hop p50 / p99 (ms) | CPU per item (ms) |');
   console.log('|---|---|---|---|---|');
   for (const v of Object.values(summary)) {

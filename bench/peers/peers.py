@@ -109,18 +109,24 @@ class Dask:
         # its worker with workers= (the docs' way to place work), pure=False (every item is new).
         self.cluster = LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40)
         self.client = Client(self.cluster)
-        self.addrs = sorted(self.client.scheduler_info()["workers"])
         self.latency(3, "warm")
 
     def chain(self, items):
+        # The workers as they are now: on a loaded machine a nanny may have restarted one (a new
+        # address), and tasks pinned to the old one would wait forever.
+        self.client.wait_for_workers(3, timeout=120)
         f = items
-        for w in self.addrs:
+        for w in sorted(self.client.scheduler_info()["workers"])[:3]:
             f = self.client.map(self.stage, f, workers=[w], allow_other_workers=False, pure=False)
         return f
 
     def throughput(self, n, tag):
         t0 = time.time()
-        self.client.gather(self.chain([["%s-%d" % (tag, i), PAYLOAD] for i in range(n)]))
+        from dask.distributed import wait
+
+        futures = self.chain([["%s-%d" % (tag, i), PAYLOAD] for i in range(n)])
+        wait(futures, timeout=600)  # a lost worker fails the round instead of hanging it
+        self.client.gather(futures)
         return time.time() - t0
 
     def latency(self, n, tag):

@@ -9,7 +9,8 @@ import {
   appKeys, configureApp, connectRedis, DoneWaiter, itemResults, nowMs, ProcessRuntime, submitItems, teardownAppKeys,
 } from '../../circe/index.js';
 import { NOOP_PYTHON_SOURCE, NOOP_TASK_SOURCE } from './noop-task.js';
-import { CpuMeter, log, pythonWorkers, redisCalls, sleep, stats, type Lat } from './measure.js';
+import { CpuMeter, log, redisCalls, sleep, stats, type Lat } from './measure.js';
+import { descendants } from '../proc-cpu.js';
 
 export interface Run {
   throughput: number;
@@ -27,6 +28,8 @@ export interface OursOptions {
   prefix: string;
   /** Runner concurrency (default: the pipeline default). */
   concurrency?: number;
+  /** Where output bytes travel (default: the pipeline default, central). */
+  dataPath?: 'central' | 'direct';
 }
 
 function makeApp(root: string, name: string, python: boolean, payload: Buffer): string {
@@ -52,7 +55,7 @@ export class Ours {
   private app!: AppSpec;
   private files: string[] = [];
   private next = 0;
-  private pids = new Map<string, number | undefined>();
+  private pids = new Map<string, number | number[] | undefined>();
   private meter!: CpuMeter;
   private waiter?: DoneWaiter;
   concurrency = NaN;
@@ -68,7 +71,7 @@ export class Ours {
   }
 
   /** pids of the runners (s1, s2, s3, sink) and their Python workers (s1.py, ...). */
-  get processes(): Map<string, number | undefined> {
+  get processes(): Map<string, number | number[] | undefined> {
     return this.pids;
   }
 
@@ -76,13 +79,20 @@ export class Ours {
     const { python, payload } = this.opts;
     const name = `noop3${python ? 'py' : ''}${payload.length > 100 ? `-${payload.length}` : ''}`;
     this.app = await loadApp(makeApp(this.root, name, python, payload));
-    const s = await configureApp(this.redis, this.prefix, this.app.name, this.opts.concurrency ? { concurrency: this.opts.concurrency } : {});
+    const s = await configureApp(this.redis, this.prefix, this.app.name, {
+      ...(this.opts.concurrency ? { concurrency: this.opts.concurrency } : {}),
+      ...(this.opts.dataPath ? { dataPath: this.opts.dataPath } : {}),
+    });
     this.concurrency = s.concurrency;
     const specs = ['s1', 's2', 's3', 'home'].map((task) => ({ app: this.app.name, task, node: 'local', runId: 'bench', redisUrl: this.url, redisPrefix: this.prefix }));
     await this.runtime.prepare(this.app, this.cluster);
     if (process.env.BENCH_PROFILE) process.env.JUPITER_RUNNER_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${resolve(process.env.BENCH_PROFILE)}`;
     const handles = await this.runtime.start(this.app, specs, this.cluster);
-    this.pids = new Map([...handles.map((h) => [h.task === 'home' ? 'sink' : h.task, Number(h.id)] as const), ['redis', this.redisPid()], ['driver', process.pid]]);
+    // Python tasks share one runner process (a node host): each process is counted once, under
+    // the names of the tasks it runs.
+    const byPid = new Map<number, string[]>();
+    for (const h of handles) byPid.set(Number(h.id), [...(byPid.get(Number(h.id)) ?? []), h.task === 'home' ? 'sink' : h.task]);
+    this.pids = new Map<string, number | number[] | undefined>([...[...byPid].map(([pid, names]) => [names.join('+'), pid] as const), ['redis', this.redisPid()], ['driver', process.pid]]);
     this.meter = new CpuMeter(() => this.pids);
     const inDir = join(this.root, `${name}-in`);
     mkdirSync(inDir);
@@ -92,8 +102,12 @@ export class Ours {
       return p;
     });
     await this.stream(20, 60_000); // warm-up
-    // A Python task's interpreter runs below its runner (started by now): a CPU column of its own.
-    for (const h of handles) for (const pid of pythonWorkers(Number(h.id))) this.pids.set(`${h.task}.py`, pid);
+    // Python tasks' interpreters (a fork server and the workers it forked) run below their runner
+    // (started by now): a CPU column of their own.
+    for (const [pid, names] of byPid) {
+      const py = descendants(pid);
+      if (py.length > 0) this.pids.set(`${names.join('+')}.py`, py);
+    }
   }
 
   private take(n: number): string[] {
@@ -142,21 +156,34 @@ export class Ours {
    * its item-done event (DoneWaiter, no polling). Returns each item's end-to-end ms (submit to
    * the client knowing it is done) and its input file name (the key of its task stamps).
    */
-  async closedLoop(n: number): Promise<{ e2e: number[]; keys: string[] }> {
+  async closedLoop(n: number): Promise<{ e2e: number[]; keys: string[]; items: Array<{ item: string; t0: number; submitted: number; end: number }> }> {
     this.waiter ??= new DoneWaiter(this.redis, this.prefix, this.app.name);
     await this.waiter.ready();
     const e2e: number[] = [];
     const keys: string[] = [];
+    const items: Array<{ item: string; t0: number; submitted: number; end: number }> = [];
     for (let i = 0; i < n; i++) {
       const [file] = this.take(1);
       const t0 = nowMs();
       const [item] = await submitItems(this.redis, this.prefix, this.app, [file!]);
+      const submitted = nowMs();
       const [r] = await this.waiter.wait([item!.item], { timeoutMs: 30_000 });
-      e2e.push(nowMs() - t0);
+      const end = nowMs();
+      e2e.push(end - t0);
+      items.push({ item: item!.item, t0, submitted, end });
       if (!r?.done || r.failed || r.outputs.length !== 1) throw new Error(`ours: item ${item!.item} not delivered exactly once: ${JSON.stringify(r)}`);
       keys.push(item!.name);
     }
-    return { e2e, keys };
+    return { e2e, keys, items };
+  }
+
+  /** Each item's record and runtime record (bench:peers' breakdown of an isolated item's time). */
+  async records(items: string[]): Promise<Array<{ item: Record<string, string>; rt: Record<string, string> }>> {
+    const k = appKeys(this.prefix, this.app.name);
+    const pipe = this.redis.pipeline();
+    for (const id of items) pipe.hgetall(k.item(id)).hgetall(k.rt(id));
+    const res = (await pipe.exec()) ?? [];
+    return items.map((_, i) => ({ item: res[2 * i]![1] as Record<string, string>, rt: res[2 * i + 1]![1] as Record<string, string> }));
   }
 
   /** Per-hop latency from the runtime records (next stage's start - previous stage's finish). */

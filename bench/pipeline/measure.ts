@@ -1,7 +1,6 @@
 // Measuring tools shared by the pipeline benchmarks (bench:pipeline, bench:peers): percentiles,
 // medians, CPU per item from /proc, Redis command counts, redis-benchmark's round trip.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { percentile } from '../../circe/index.js';
 import { cpuUs } from '../proc-cpu.js';
@@ -25,30 +24,16 @@ export const median = (xs: number[]): number => {
 };
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The persistent Python workers below a process (its descendants; Linux /proc, none elsewhere). */
-export function pythonWorkers(pid: number): number[] {
-  let kids: number[];
-  try {
-    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-  const isWorker = (k: number): boolean => {
-    try {
-      return readFileSync(`/proc/${k}/cmdline`, 'utf8').includes('py_worker.py');
-    } catch {
-      return false;
-    }
-  };
-  return kids.flatMap((k) => (isWorker(k) ? [k] : pythonWorkers(k)));
-}
-
-/** CPU per item (µs) of named processes over one measured run. */
+/** CPU per item (µs) of named processes (a name may stand for several) over one measured run. */
 export class CpuMeter {
   private start = new Map<string, number>();
-  constructor(private readonly pids: () => Map<string, number | undefined>) {}
+  constructor(private readonly pids: () => Map<string, number | number[] | undefined>) {}
+  private read(k: string, pid: number | number[] | undefined): number {
+    if (k === 'driver') return this.self();
+    return Array.isArray(pid) ? pid.reduce((a, p) => a + (cpuUs(p) || 0), 0) : cpuUs(pid);
+  }
   begin(): void {
-    this.start = new Map([...this.pids()].map(([k, pid]) => [k, k === 'driver' ? this.self() : cpuUs(pid)]));
+    this.start = new Map([...this.pids()].map(([k, pid]) => [k, this.read(k, pid)]));
   }
   private self(): number {
     const u = process.cpuUsage();
@@ -56,7 +41,7 @@ export class CpuMeter {
   }
   end(items: number): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const [k, pid] of this.pids()) out[k] = ((k === 'driver' ? this.self() : cpuUs(pid)) - (this.start.get(k) ?? NaN)) / items;
+    for (const [k, pid] of this.pids()) out[k] = (this.read(k, pid) - (this.start.get(k) ?? NaN)) / items;
     return out;
   }
 }

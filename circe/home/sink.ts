@@ -13,7 +13,7 @@ import { connectRedis } from '../queue/connection.js';
 import { itemDoneEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext } from '../queue/failures.js';
 import { appKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
-import { BUNDLE_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
+import { BUNDLE_MAX, LUA_BYTES_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
@@ -21,6 +21,7 @@ import { AppQueues, execOrThrow } from '../queue/transport.js';
 import { Grouper } from '../runner/group.js';
 import { DataPlane } from '../dataplane/plane.js';
 import { HELD_BYTES, PREFETCH } from '../runner/limits.js';
+import { Backlog } from '../runner/backlog.js';
 
 export interface SinkOptions {
   app: string;
@@ -71,6 +72,8 @@ export class Sink {
   private readonly keys: AppKeys;
   private readonly recorded = new Set<string>();
   private readonly dirs = new Set<string>();
+  private readonly backlog = new Backlog(() => this.applyWindow());
+  private closing = false;
   /** Deliveries of all jobs in hand share the sink's round trips (a group reads its bytes at once). */
   private readonly deliveries = new Grouper<Delivery, Outcome>((ds) => this.deliver(ds), 2 * BUNDLE_MAX, (d) => d.size, HELD_BYTES);
 
@@ -89,9 +92,10 @@ export class Sink {
     s.worker = new Worker<BundleJob>(SINK_QUEUE, (job) => s.process(job), {
       connection: s.workerRedis,
       prefix: s.keys.queuePrefix,
-      // Delivery is deduplicated per (item, output name), so order does not matter here: the sink
-      // takes as many jobs at once as a runner may hold, and never becomes the bottleneck.
-      concurrency: Math.max(1, s.settings.concurrency) + PREFETCH,
+      // One job at a time while the stream is quiet (see Backlog), else as many as a runner may
+      // hold: delivery is deduplicated per (item, output name), so order does not matter here,
+      // and the sink never becomes the bottleneck.
+      concurrency: 1,
       lockDuration: s.settings.lockMs,
       stalledInterval: Math.min(s.settings.lockMs, 30_000),
       maxStalledCount: 3,
@@ -110,6 +114,21 @@ export class Sink {
 
   /** A job's files; one that cannot be written is retried alone, a failing Redis call fails the job. */
   private async process(job: Job<BundleJob>): Promise<void> {
+    this.backlog.enter();
+    try {
+      await this.processJob(job);
+    } finally {
+      this.backlog.leave();
+    }
+  }
+
+  /** Jobs held: one while the stream is quiet, a runner's window while jobs come back to back. */
+  private applyWindow(): void {
+    const c = this.backlog.active ? Math.max(1, this.settings.concurrency) + PREFETCH : 1;
+    if (this.worker && !this.closing && this.worker.concurrency !== c) this.worker.concurrency = c;
+  }
+
+  private async processJob(job: Job<BundleJob>): Promise<void> {
     try {
       await Promise.all(job.data.d.map(async (d) => {
         const o = await this.deliveries.push(d);
@@ -164,17 +183,23 @@ export class Sink {
     const k = this.keys;
     const keys: string[] = [k.owners];
     const args: string[] = [];
-    for (const d of ds) {
+    // A large file's bytes come from a plain GET right behind the script (cheaper for Redis than
+    // through Lua); its blob stays until this delivery is finished.
+    const apart = ds.map((d) => !d.src && d.inline === undefined && d.size > LUA_BYTES_MAX);
+    ds.forEach((d, i) => {
       keys.push(k.out(d.item), k.blob(d.blob), k.done(d.from, d.item));
-      args.push(d.name, outputPath(this.opts.outputDir, d.item, d.name), d.id, d.item, d.inline === undefined ? '1' : '0');
-    }
-    const res = await this.redis.jLookBuffer(keys.length, ...keys, ...args);
+      args.push(d.name, outputPath(this.opts.outputDir, d.item, d.name), d.id, d.item, d.inline === undefined && !apart[i] ? '1' : '0');
+    });
+    const looked = this.redis.jLookBuffer(keys.length, ...keys, ...args);
+    const gets = ds.map((d, i) => (apart[i] ? this.redis.getBuffer(k.blob(d.blob)) : undefined));
+    const [res, got] = await Promise.all([looked, Promise.all(gets)]);
     return res.map((r, i): Look => {
       const verdict = r[0]!.toString();
       if (verdict === 'phantom') return { kind: 'phantom' };
       if (verdict === '1') return { kind: 'seen', owner: r[1]!.toString() };
       const inline = ds[i]!.inline;
-      return { kind: 'new', owner: r[1]!.toString(), bytes: inline === undefined ? (r[2]!.length > 0 ? r[2]! : null) : Buffer.from(inline, 'base64') };
+      const blob = apart[i] ? got[i] ?? Buffer.alloc(0) : r[2]!;
+      return { kind: 'new', owner: r[1]!.toString(), bytes: inline === undefined ? (blob.length > 0 ? blob : null) : Buffer.from(inline, 'base64') };
     });
   }
 
@@ -239,6 +264,8 @@ export class Sink {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    this.backlog.stop();
     await this.worker?.close().catch(() => undefined);
     await this.queues?.close().catch(() => undefined);
     await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);

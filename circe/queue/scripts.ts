@@ -116,24 +116,26 @@ const ARRIVE = PHANTOM_FN + `
 --                    that a run costs one round trip
 -- NUM_INPUTS counts files of the job, whoever sent them; a waiting join is listed in the item's
 -- joins hash (join key -> JSON meta) so that it becomes a dead letter if the item ends short.
+-- A large single input (LUA_BYTES_MAX) is returned without its bytes (''): the caller reads them
+-- with a plain GET right behind this script.
 -- KEYS: per delivery 6 keys: done marker, join hash, runtime record hash, its blob, item's joins,
 --   the sender's done marker
 -- ARGV: 1 numInputs, 2 rt field, 3 blob key prefix, 4 join meta JSON, then per delivery: id,
---   input JSON, enter ts
+--   input JSON, enter ts, '1' when the caller reads the bytes itself
 local k = tonumber(ARGV[1])
 local out = {}
 for j = 0, #KEYS / 6 - 1 do
-  local id, inp = ARGV[5 + 3 * j], ARGV[6 + 3 * j]
+  local id, inp = ARGV[5 + 4 * j], ARGV[6 + 4 * j]
   local done = redis.call('GET', KEYS[6 * j + 1])
   -- A phantom leaves no trace (no enter time, no join input: it must not complete a join).
   local ghost = not done and redis.call('EXISTS', KEYS[6 * j + 4]) == 0 and phantom(KEYS[6 * j + 6], id)
-  if not ghost then redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 3 * j]) end
+  if not ghost then redis.call('HSETNX', KEYS[6 * j + 3], ARGV[2], ARGV[7 + 4 * j]) end
   if ghost then
     out[j + 1] = {'phantom'}
   elseif done then
     out[j + 1] = {'dup', done}
   elseif k <= 1 then
-    out[j + 1] = {'run', inp, redis.call('GET', KEYS[6 * j + 4]) or ''}
+    out[j + 1] = {'run', inp, ARGV[8 + 4 * j] == '1' and '' or redis.call('GET', KEYS[6 * j + 4]) or ''}
   else
     local join = KEYS[6 * j + 2]
     redis.call('HSET', join, id, inp)
@@ -155,20 +157,22 @@ return out
 
 const STAGE = `
 -- Store files (the source's batch) and register their deliveries before their jobs exist, so
--- an item can never look finished too early.
+-- an item can never look finished too early. A large file (LUA_BYTES_MAX) was stored by a plain
+-- SET right before this script (its bytes argument is then '').
 -- KEYS: per file 3 keys: blob, blob holders, the item's in-flight set
--- ARGV: 1 queued key prefix, then per file: bytes, n deliveries, (id, receiving task)...
+-- ARGV: 1 queued key prefix, then per file: bytes, '1' when stored already, n deliveries,
+--   (id, receiving task)...
 local i = 2
 for f = 0, #KEYS / 3 - 1 do
-  redis.call('SET', KEYS[3 * f + 1], ARGV[i])
-  local n = tonumber(ARGV[i + 1])
+  if ARGV[i + 1] ~= '1' then redis.call('SET', KEYS[3 * f + 1], ARGV[i]) end
+  local n = tonumber(ARGV[i + 2])
   for j = 1, n do
-    local id = ARGV[i + 2 * j]
+    local id = ARGV[i + 1 + 2 * j]
     redis.call('SADD', KEYS[3 * f + 2], id)
     redis.call('SADD', KEYS[3 * f + 3], id)
-    redis.call('SADD', ARGV[1] .. ARGV[i + 2 * j + 1], id)
+    redis.call('SADD', ARGV[1] .. ARGV[i + 2 + 2 * j], id)
   end
-  i = i + 2 + 2 * n
+  i = i + 3 + 2 * n
 end
 return 1
 `;
@@ -185,8 +189,11 @@ const COMMIT = FINISH_FN + `
 -- KEYS: 1 stats, 2 events, 3 makespans, then per item 5 keys: done, join, rt, pending, item
 -- ARGV: 1 doneTtl, 2 task, 3 node, 4 eventsMaxLen, 5 now, 6 blob key prefix, 7 queued key
 --   prefix, 8 app, then per item: start, finish, files, delivery id, outbox JSON, enter, n events,
---   events..., n releases, (blob, holder)..., n outputs, per output: blob id, bytes, n,
---   (id, receiver)...
+--   events..., n releases, (blob, holder)..., n outputs, per output: blob id, bytes, staged key,
+--   n, (id, receiver)...
+-- A large output (LUA_BYTES_MAX) comes staged: a plain SET right before this script put its bytes
+-- under a key of this run alone (with a TTL, in case the script never runs), renamed to the blob
+-- here (no copy), or deleted when the run is refused; its bytes argument is then ''.
 -- Returns the makespan per item (-1 while the item still has deliveries in flight).
 local t, pre, qpre = ARGV[2], ARGV[6], ARGV[7]
 local res = {}
@@ -207,19 +214,36 @@ for e = 0, (#KEYS - 3) / 5 - 1 do
   i = i + 2 * nrel + 1
   local nout = tonumber(ARGV[i])
   i = i + 1
+  -- A staged output whose bytes are not there (the SET failed): nothing of this item is written,
+  -- and the caller's call fails (the items before it stand, as if the runner had died here).
+  local o0 = i
+  for o = 1, nout do
+    if ARGV[o0 + 2] ~= '' and redis.call('EXISTS', ARGV[o0 + 2]) == 0 then
+      return redis.error_reply('staged output ' .. ARGV[o0] .. ' is missing')
+    end
+    o0 = o0 + 4 + 2 * tonumber(ARGV[o0 + 3])
+  end
   for o = 1, nout do
     local blob = pre .. ARGV[i]
-    local nids = tonumber(ARGV[i + 2])
+    local staged = ARGV[i + 2]
+    local nids = tonumber(ARGV[i + 3])
     if not dup then
-      redis.call('SET', blob, ARGV[i + 1])
+      if staged ~= '' then
+        redis.call('RENAME', staged, blob)
+        redis.call('PERSIST', blob)
+      else
+        redis.call('SET', blob, ARGV[i + 1])
+      end
       for j = 1, nids do
-        local id = ARGV[i + 1 + 2 * j]
+        local id = ARGV[i + 2 + 2 * j]
         redis.call('SADD', blob .. ':h', id)
         redis.call('SADD', pending, id)
-        redis.call('SADD', qpre .. ARGV[i + 2 + 2 * j], id)
+        redis.call('SADD', qpre .. ARGV[i + 3 + 2 * j], id)
       end
+    elseif staged ~= '' then
+      redis.call('DEL', staged)
     end
-    i = i + 3 + 2 * nids
+    i = i + 4 + 2 * nids
   end
   if dup then
     redis.call('HINCRBY', KEYS[1], 'dup:' .. t, 1)
@@ -260,8 +284,9 @@ const LOOK = PHANTOM_FN + `
 -- The sink's look at a group of files before it writes them (one round trip). Per file:
 --   {'phantom'}           sent by a run its sender's commit refused (PHANTOM_FN): never written
 --   {'1', owner}          the item delivered this file already: only counted
---   {'0', owner, bytes}   a new file; bytes: a large file's blob ('' when gone; a small file
---                         carries its own, and only the blob's existence is looked at)
+--   {'0', owner, bytes}   a new file; bytes: the blob when wanted ('' when gone; a small file
+--                         carries its own, and a file over LUA_BYTES_MAX is read by a plain
+--                         GET behind this script: only the blob's existence is looked at)
 -- owner: the item that owns the plain output path (this one unless another item took it first;
 -- kept in Redis so that a restarted sink knows it). The item's file is the name when it owns
 -- it, else <name>.<item> (sink.ts outputFile); the item's delivered set holds its files so named.

@@ -2,12 +2,13 @@
 // a reference goes to each receiving task's BullMQ queue, bundled with the other deliveries sent
 // to that task at the same time (one job each). Every id is deterministic, so a sender that is
 // redelivered after a crash re-sends the same deliveries and receivers recognise them.
+import { randomBytes } from 'node:crypto';
 import { Queue, type JobsOptions } from './libs.js';
 import type { Redis, ChainableCommander } from 'ioredis';
 import { withScripts } from './scripts.js';
 import { runtimeError } from '../../config/errors.js';
 import { appKeys, type AppKeys } from './keys.js';
-import { blobIdFor, BUNDLE_MAX, bundleIdFor, deliveryIdFor, inlineBytes, type BundleJob, type Delivery } from './naming.js';
+import { blobIdFor, BUNDLE_MAX, bundleIdFor, deliveryIdFor, inlineBytes, LUA_BYTES_MAX, type BundleJob, type Delivery } from './naming.js';
 import type { PipelineSettings } from './settings.js';
 
 export interface OutgoingFile {
@@ -18,6 +19,12 @@ export interface OutgoingFile {
   stored?: { node: string; size: number };
   /** Receiving queues (task names, or `home` for the sink). */
   to: string[];
+}
+
+/** A large output's bytes under a key of their run alone, until the commit makes them the blob. */
+export interface Staged {
+  key: string;
+  bytes: Buffer;
 }
 
 /** A delivery and the queue it goes to (task name, or `home` for the sink). */
@@ -84,9 +91,10 @@ export class AppQueues {
    * which stores each file once and registers one delivery per receiver. The delivery ids join
    * the item's in-flight set before their jobs exist, so the item can never look finished early.
    */
-  prepare(item: string, from: string, files: OutgoingFile[]): { jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number> } {
+  prepare(item: string, from: string, files: OutgoingFile[]): { jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; staged: Staged[] } {
     const jobs: QueuedJob[] = [];
     const stageArgs: Array<string | Buffer | number> = [];
+    const staged: Staged[] = [];
     let outputs = 0;
     for (const f of files) {
       const size = f.stored?.size ?? f.bytes.length;
@@ -94,13 +102,16 @@ export class AppQueues {
       const blob = blobIdFor(item, from, f.name);
       const ids = f.to.map((to, i) => deliveryIdFor(item, from, f.name, to, i));
       if (ids.length === 0) continue;
-      stageArgs.push(blob, f.bytes, ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
+      // A large output goes under a key of this run alone, which the commit renames to the blob.
+      const stage = !f.stored && f.bytes.length > LUA_BYTES_MAX ? { key: `${this.keys.blob(blob)}:s:${randomBytes(6).toString('hex')}`, bytes: f.bytes } : undefined;
+      if (stage) staged.push(stage);
+      stageArgs.push(blob, stage ? '' : f.bytes, stage?.key ?? '', ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
       outputs++;
       const inline = f.stored ? undefined : inlineBytes(f.bytes);
       const src = f.stored?.node;
       f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size, inline, ...(src ? { src } : {}) } }));
     }
-    return { jobs, outputs, stageArgs };
+    return { jobs, outputs, stageArgs, staged };
   }
 
   /**
@@ -161,7 +172,11 @@ export class AppQueues {
         const ids = f.to.map((to, i) => deliveryIdFor(item, from, f.name, to, i));
         if (ids.length === 0) continue;
         keys.push(this.keys.blob(blob), this.keys.blobHolders(blob), this.keys.pending(item));
-        args.push(f.bytes, ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
+        // A large file is stored by a plain SET ahead of the script (a new item's blob: nobody
+        // else writes it).
+        const apart = f.bytes.length > LUA_BYTES_MAX;
+        if (apart) pipe.set(this.keys.blob(blob), f.bytes);
+        args.push(apart ? '' : f.bytes, apart ? '1' : '0', ids.length, ...f.to.flatMap((to, i) => [ids[i]!, to]));
         const inline = inlineBytes(f.bytes);
         f.to.forEach((to, i) => jobs.push({ queue: to, d: { id: ids[i]!, item, name: f.name, blob, from, size: f.bytes.length, inline } }));
       }

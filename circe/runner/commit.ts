@@ -8,12 +8,12 @@ import type { ScriptedPipeline, StoredInput } from '../queue/failures.js';
 import type { AppKeys } from '../queue/keys.js';
 import type { ScriptedRedis } from '../queue/scripts.js';
 import type { PipelineSettings } from '../queue/settings.js';
-import { execOrThrow, type AppQueues, type QueuedJob } from '../queue/transport.js';
+import { execOrThrow, type AppQueues, type QueuedJob, type Staged } from '../queue/transport.js';
 import type { InHand } from './arrive.js';
 
 /** What a delivery leaves to the commit group: its run's results, or only its finish. */
 export type Settle =
-  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; bytes: number; announced: boolean })
+  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; staged: Staged[]; bytes: number; announced: boolean })
   | (InHand & { kind: 'dup'; outbox: QueuedJob[] })
   | (InHand & { kind: 'wait' });
 
@@ -34,6 +34,14 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   const pipe = ctx.redis.pipeline() as ScriptedPipeline & { jCommit(...a: Array<string | number | Buffer>): ScriptedPipeline };
   const runs = group.filter((s): s is Extract<Settle, { kind: 'run' }> => s.kind === 'run');
   const adds: QueuedJob[] = [];
+  // Large outputs' bytes first, by plain SETs (see COMMIT); their replies come before the rest.
+  let at = 0;
+  for (const r of runs) {
+    for (const st of r.staged) {
+      pipe.set(st.key, st.bytes, 'EX', settings.doneTtlSec);
+      at++;
+    }
+  }
   if (runs.length > 0) {
     const keys: string[] = [k.stats, k.events, k.makespans];
     const args: Array<string | number | Buffer> = [settings.doneTtlSec, T, ctx.node, maxLen, Date.now(), k.blob(''), k.queued(''), k.app];
@@ -69,7 +77,6 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   // (orchestrator/adapt); queued last so the replies above keep their positions.
   for (const r of runs) pipe.hset(k.rt(r.d.item), `${T}|in`, r.inputs.reduce((a, inp) => a + (inp.size ?? 0), 0));
   const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
-  let at = 0;
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];
   let r = 0;
   return group.map((s) => {

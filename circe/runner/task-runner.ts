@@ -42,6 +42,7 @@ import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, BlobTooLargeError, type OutgoingFile, type QueuedJob } from '../queue/transport.js';
 import { arriveGroup, type Arrival, type InHand } from './arrive.js';
+import { Backlog } from './backlog.js';
 import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
@@ -51,11 +52,6 @@ export { defaultWorkRoot } from './work-slots.js';
 
 /** An item running longer than this announces its start at once (dashboards show it running). */
 export const RUNNING_EVENT_AFTER_MS = 100;
-
-/** A job that comes within this long of the previous one's end means the queue has a backlog. */
-const BACKLOG_GAP_MS = 2;
-/** Idle this long: the window closes. */
-const IDLE_MS = 50;
 
 export interface TaskRunnerOptions {
   app: AppSpec;
@@ -118,11 +114,8 @@ export class TaskRunner {
   private meanFetchMs = 0;
   /** Jobs held to fetch ahead: FETCH_AHEAD while inputs come from other nodes, else 0. */
   private fetchAhead = 0;
-  /** Jobs in hand; when the runner last had none; whether jobs come back to back. */
-  private inHand = 0;
-  private freeAt = -Infinity;
-  private backlog = false;
-  private idleTimer?: NodeJS.Timeout;
+  /** Whether jobs come back to back (the window is open only then). */
+  private readonly backlog = new Backlog(() => this.applyWindow());
   private slotGate!: FifoGate;
   private readonly heldBytes = new FifoGate(HELD_BYTES);
   /** Jobs a dead runner held that have not been through here yet (one job at a time till then). */
@@ -220,12 +213,7 @@ export class TaskRunner {
    * recognised as done then).
    */
   private async process(job: Job<BundleJob>, token?: string): Promise<void> {
-    this.inHand++;
-    clearTimeout(this.idleTimer);
-    if (this.inHand === 1 && !this.backlog && nowMs() - this.freeAt < BACKLOG_GAP_MS) {
-      this.backlog = true;
-      this.applyWindow();
-    }
+    this.backlog.enter();
     const ds = job.data.d;
     this.meanBundle = 0.8 * this.meanBundle + 0.2 * ds.length;
     const ahead = ds.some((d) => d.src !== undefined && d.src !== this.opts.node) ? FETCH_AHEAD : 0;
@@ -261,14 +249,7 @@ export class TaskRunner {
         clearTimeout(this.carefulTimer);
         this.applyWindow();
       }
-      if (--this.inHand === 0) {
-        this.freeAt = nowMs();
-        this.idleTimer = setTimeout(() => {
-          this.backlog = false;
-          this.applyWindow();
-        }, IDLE_MS);
-        this.idleTimer.unref();
-      }
+      this.backlog.leave();
     }
   }
 
@@ -474,8 +455,8 @@ export class TaskRunner {
     const outNames = files.map((f) => f.name);
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
     if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
-    const { jobs, outputs: nOut, stageArgs } = this.queues!.prepare(d.item, T, files);
-    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced };
+    const { jobs, outputs: nOut, stageArgs, staged } = this.queues!.prepare(d.item, T, files);
+    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, staged, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced };
   }
 
   /** Resize the prefetch window after an invocation that took `ms`. */
@@ -491,7 +472,7 @@ export class TaskRunner {
 
   /** Jobs BullMQ may hand over: the ones that run, plus the window while there is a backlog. */
   private applyWindow(): void {
-    const c = this.suspects.size > 0 ? 1 : this.settings.concurrency + Math.max(this.backlog ? this.window : 0, this.fetchAhead);
+    const c = this.suspects.size > 0 ? 1 : this.settings.concurrency + Math.max(this.backlog.active ? this.window : 0, this.fetchAhead);
     if (this.worker && !this.closing && this.worker.concurrency !== c) this.worker.concurrency = c;
   }
 
@@ -502,7 +483,7 @@ export class TaskRunner {
   /** Finish the items running, return the prefetched jobs to the queue, then stop (SIGTERM path). */
   async close(): Promise<void> {
     this.closing = true;
-    clearTimeout(this.idleTimer);
+    this.backlog.stop();
     clearTimeout(this.carefulTimer);
     await this.worker?.close().catch(() => undefined);
     await this.queues?.close().catch(() => undefined);

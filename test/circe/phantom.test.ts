@@ -14,7 +14,8 @@ import type { QueuedJob } from '../../circe/queue/transport.js';
 const PREFIX = 'jt:';
 
 /**
- * a: a small input becomes an 8 KiB output (so its deliveries need their blob); b: copies its
+ * a: a small input becomes an 80 KiB output (so its deliveries need their blob, which is large
+ * enough to travel beside the scripts: the refused run's staged bytes must go too); b: copies its
  * start, slowly (its run of the real delivery is still going when the phantom arrives).
  */
 function phantomApp(root: string): string {
@@ -27,7 +28,7 @@ function phantomApp(root: string): string {
     "import { join } from 'node:path';",
     'export function task(inputs, pathin, pathout) {',
     "  const out = join(pathout, `${inputs[0].split('.')[0]}_a.txt`);",
-    "  writeFileSync(out, readFileSync(join(pathin, inputs[0]), 'utf8').padEnd(8192, '.'));",
+    "  writeFileSync(out, readFileSync(join(pathin, inputs[0]), 'utf8').padEnd(80_000, '.'));",
     '  return out;',
     '}',
   ].join('\n'));

@@ -24,7 +24,8 @@ describe('circe sink output names (owner kept in Redis, real Redis)', function (
       runners.push(await TaskRunner.start({ app, task: t, node: `node-${t.name}`, redisUrl: rig.redis.url, prefix: PREFIX, workDir: join(rig.work, 'w', t.name) }));
     }
     const startSink = (): Promise<Sink> => Sink.start({ app: app.name, redisUrl: rig.redis.url, prefix: PREFIX, outputDir: out });
-    // 1s: inline all the way (small); 1l: over 4 KiB, through blobs (large).
+    // 1s: inline all the way (small); 1l: over 64 KiB, through blobs read and written beside the
+    // scripts (large).
     const outputs = new Map<string, string[]>();
     const submit = async (small: string, large: string): Promise<string[]> => {
       writeFileSync(join(rig.work, '1s.txt'), small);
@@ -36,16 +37,16 @@ describe('circe sink output names (owner kept in Redis, real Redis)', function (
       return items.map((i) => i.item);
     };
     const first = await startSink();
-    expect(await submit('A small\n', `A ${'a'.repeat(6000)}\n`)).to.deep.equal(['1s', '1l']);
+    expect(await submit('A small\n', `A ${'a'.repeat(70_000)}\n`)).to.deep.equal(['1s', '1l']);
     await first.close();
     runners.push(await startSink());
-    const [s2, l2] = await submit('B small\n', `B ${'b'.repeat(6000)}\n`);
+    const [s2, l2] = await submit('B small\n', `B ${'b'.repeat(70_000)}\n`);
     expect(s2).to.not.equal('1s');
     expect(readdirSync(out).sort()).to.deep.equal(['1l_c.txt', `1l_c.txt.${l2}`, '1s_c.txt', `1s_c.txt.${s2}`].sort());
     expect(readFileSync(join(out, '1s_c.txt'), 'utf8')).to.equal('A small\na\nb\nc\n');
     expect(readFileSync(join(out, `1s_c.txt.${s2}`), 'utf8')).to.equal('B small\na\nb\nc\n');
-    expect(readFileSync(join(out, '1l_c.txt'), 'utf8')).to.equal(`A ${'a'.repeat(6000)}\na\nb\nc\n`);
-    expect(readFileSync(join(out, `1l_c.txt.${l2}`), 'utf8')).to.equal(`B ${'b'.repeat(6000)}\na\nb\nc\n`);
+    expect(readFileSync(join(out, '1l_c.txt'), 'utf8')).to.equal(`A ${'a'.repeat(70_000)}\na\nb\nc\n`);
+    expect(readFileSync(join(out, `1l_c.txt.${l2}`), 'utf8')).to.equal(`B ${'b'.repeat(70_000)}\na\nb\nc\n`);
     // Each item's outputs name its own files (what `submit --wait` and `status` show).
     expect(Object.fromEntries(outputs)).to.deep.equal({ '1s': ['1s_c.txt'], '1l': ['1l_c.txt'], [s2!]: [`1s_c.txt.${s2}`], [l2!]: [`1l_c.txt.${l2}`] });
     const st = await getStatus(rig.client, PREFIX, app);

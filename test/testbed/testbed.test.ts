@@ -155,9 +155,13 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
     });
 
     it('the profiled bandwidth of every pair is within 15% of its shaped rate', async () => {
-      const deadline = Date.now() + 90_000;
       // The bootstrap: 2 rounds of 4 sizes to every peer; the steady probes then refine the fits, so
-      // a fit still off after the bootstrap gets until the deadline to settle.
+      // a fit still off after the bootstrap gets until the deadline to settle. A largest-size
+      // sample taken while the deploy above loaded the machine can hold a fit low until that size
+      // is probed again: within the 2% budget that is every ~100 s (budget.ts, LARGEST_SHARE), and
+      // seen in CI twice (8.3 and 13.7 against 20 Mbit/s). Hence 150 s, used only in that case.
+      const waitSec = 150;
+      const deadline = Date.now() + waitSec * 1000;
       let rows: Array<{ link: string; shapedMbit: number; profiledMbit: number; error: number }> = [];
       for (;;) {
         const r = await box!.ok(['profile', '--json'], { env });
@@ -170,7 +174,7 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
         });
         if (complete && rows.every((row) => Math.abs(row.error) < 0.15)) break;
         if (Date.now() > deadline) {
-          if (!complete) throw new Error(`no full bootstrap profile after 90 s: ${snap.links.length} links`);
+          if (!complete) throw new Error(`no full bootstrap profile after ${waitSec} s: ${snap.links.length} links`);
           break;
         }
         await sleep(1000);

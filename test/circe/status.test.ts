@@ -17,7 +17,10 @@ describe('circe status', function () {
     const app = specOf(fixtureAppDir('pyjoin'));
     const k = appKeys(PREFIX, app.name);
     const queue = new Queue('left', { connection: rig.client, prefix: k.queuePrefix, skipVersionCheck: true });
-    const worker = new Worker('left', null, { connection: rig.client.duplicate(), prefix: k.queuePrefix, autorun: false, skipVersionCheck: true });
+    // BullMQ leaves a connection it was given open: ours to close (else it retries a stopped Redis
+    // for the rest of the run, printing an unhandled error event each time).
+    const conn = rig.client.duplicate();
+    const worker = new Worker('left', null, { connection: conn, prefix: k.queuePrefix, autorun: false, skipVersionCheck: true });
     try {
       await queue.add('b', { d: [{ id: 'f1' }, { id: 'f2' }] }, { jobId: 'j1' });
       const job = await worker.getNextJob('tok');
@@ -34,6 +37,7 @@ describe('circe status', function () {
     } finally {
       await worker.close(true);
       await queue.close();
+      conn.disconnect();
     }
   });
 });

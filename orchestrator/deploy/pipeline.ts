@@ -19,7 +19,7 @@ import type { RunnerSpec } from '../../circe/runtime/types.js';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import { ensureStack } from '../stack/embedded.js';
-import { gatherProfiles, place } from './placement.js';
+import { gatherProfiles, pinsEveryTask, place } from './placement.js';
 import { readDeployment, readDeploymentFile, writeDeployment, type DeploymentRecord, type RecordedEngine } from './record.js';
 import { clusterEngines } from '../../circe/runtime/docker-engine.js';
 import { mappers } from '../../mappers/index.js';
@@ -174,8 +174,7 @@ export async function deploy(opts: DeployOptions, progress: Progress): Promise<D
       execProfile: true,
     }, progress);
     // An app that pins every task is placed statically: the step must not name a mapper it never ran.
-    const allPinned = app.dagTasks.every((t) => app.staticPlacement[t]);
-    const { record } = await withStep(progress, allPinned ? 'Placing every task where the app pins it' : `Mapping with ${cluster.mapper}`, async (step) => {
+    const { record } = await withStep(progress, pinsEveryTask(app) ? 'Placing every task where the app pins it' : `Mapping with ${cluster.mapper}`, async (step) => {
       const placed = place(app, snap, nodes, { mapper: cluster.mapper, seed: opts.seed });
       step.update(`predicted makespan ${placed.record.predictedMakespan.toFixed(3)} s`);
       return placed;

@@ -84,15 +84,19 @@ export interface PlaceOptions {
   seed?: number;
 }
 
+/** Whether the app pins every DAG task: it is then placed statically, no mapper runs. */
+export function pinsEveryTask(app: AppSpec): boolean {
+  return app.dagTasks.every((t) => app.staticPlacement[t]);
+}
+
 /** The mapping record of a deployment: mapper result (or static placement) plus the DAG to draw. */
 export function place(app: AppSpec, snap: ProfileSnapshot, nodes: string[], opts: PlaceOptions): { record: MappingRecord; result: MapResult } {
   const live = nodes.filter((n) => snap.nodes.some((r) => r.node === n));
   if (live.length === 0) throw runtimeError('no live node to map onto');
   const problem = problemFromProfiles(app, snap, { nodes: live });
-  const pinned = app.dagTasks.filter((t) => app.staticPlacement[t]);
   let result: MapResult;
-  if (pinned.length === app.dagTasks.length) {
-    for (const t of pinned) {
+  if (pinsEveryTask(app)) {
+    for (const t of app.dagTasks) {
       if (!live.includes(app.staticPlacement[t]!)) {
         throw runtimeError(`static placement puts ${t} on ${app.staticPlacement[t]}, which has no live agent`, {
           file: `${app.dir}/configuration.txt`,

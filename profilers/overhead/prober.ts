@@ -21,6 +21,7 @@ import { HOME, type LinkProfile, type NodeOverhead } from '../../config/types.js
 import { Queue, Worker, type Redis } from '../../circe/queue/libs.js';
 import { PythonWorker } from '../../circe/invoke/python.js';
 import { measureTaskCost } from './task-probe.js';
+import { median } from './median.js';
 
 export interface OverheadOptions {
   /** ms between measurements (the first runs at start). */
@@ -32,12 +33,6 @@ export interface OverheadOptions {
 }
 
 export const defaultOverheadOptions = (): OverheadOptions => ({ everyMs: 60_000, samples: 7, homeProbeBytes: [16 * 1024, 256 * 1024] });
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 /** Seconds of `fn`, timed. */
 async function timed(fn: () => Promise<unknown>): Promise<number> {

@@ -19,6 +19,7 @@ import { teardownAppKeys } from '../../circe/queue/teardown.js';
 import { appKeys } from '../../circe/queue/keys.js';
 import { submitItems } from '../../circe/home/source.js';
 import { TaskRunner } from '../../circe/runner/task-runner.js';
+import { median } from './median.js';
 
 export interface TaskCost {
   /** CPU seconds per task (runner + worker + Redis), median of the items after a warm-up. */
@@ -58,12 +59,6 @@ async function redisCpuSec(redis: Redis): Promise<number> {
   const get = (k: string): number => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
   return get('used_cpu_user') + get('used_cpu_sys');
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 /**
  * Run `items` no-op items through a real runner of a scratch task on this node (after two

@@ -2,16 +2,18 @@
 // whatever logical node they are mapped to, each wrapped by a small supervisor (supervise.ts)
 // that restarts it when it dies. A JavaScript/TypeScript task (its code runs inside its runner),
 // a helper and the sink get a runner process each; the Python tasks of one app on one node share
-// a node host process (runner/node-host.ts: their code runs in a Python process per task), so a
-// node pays for Node once, not once per task. State per app under <stateDir>/apps/<app>/:
+// node host processes (runner/node-host.ts: their code runs in a Python process per task), one
+// per core and at least 4 (hostsPerNode), so a node pays for Node a few times, not once per task,
+// and still uses its cores. State per app under <stateDir>/apps/<app>/:
 //   <task>@<node>.json   supervisor pid, current runner pid, restarts (hosted: `host` names the
-//                        node host, whose pids are read from hosts/<node>.json)
+//                        node host, whose pids are read from hosts/<key>.json; key: hostKey)
 //   <task>@<node>.log    the runner's (or hosted task's) and the supervisor's output (kept after teardown)
-//   hosts/<node>.tasks.json  the tasks a node host runs (rewritten + SIGHUP when they change)
-//   hosts/<node>.json, .log  the node host's supervisor state and its own output
+//   hosts/<key>.tasks.json  the tasks a node host runs (rewritten + SIGHUP when they change)
+//   hosts/<key>.json, .log  the node host's supervisor state and its own output
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
@@ -32,14 +34,56 @@ interface RunnerState {
   app: string;
   restarts: number;
   updatedAt: number;
-  /** Hosted task: the node whose host runs it (its pids live in hosts/<node>.json). */
+  /** Hosted task: the key of the host that runs it (its pids live in hosts/<key>.json; hostKey). */
   host?: string;
 }
 
 /** Tasks a node host runs: Python DAG tasks, whose code runs in a process of its own anyway. */
 export function hostable(app: AppSpec, task: string): boolean {
   const t = app.tasks.find((x) => x.name === task);
-  return Boolean(t?.isDag && t.language === 'python') && process.env.JUPITER_NODE_HOSTS !== '0';
+  return Boolean(t?.isDag && t.language === 'python') && hostsPerNode() > 0;
+}
+
+/** Fewest node hosts a node may use: a short chain's stages each get an event loop of their own. */
+export const MIN_HOSTS = 4;
+
+/**
+ * Node hosts per node: JUPITER_NODE_HOSTS (0 turns hosts off), else one per core and at least
+ * MIN_HOSTS. One event loop does the queue work of all the tasks it hosts, so one host caps a
+ * node's throughput at one core, and two stages sharing a loop wait for each other's Redis
+ * calls: on 2 cores a 3-stage Python chain (bench:pipeline) ran 1.3x faster on three hosts than
+ * on two, 1.4x faster than on one. A node with many tasks still pays for Node only that often.
+ */
+export function hostsPerNode(): number {
+  const v = process.env.JUPITER_NODE_HOSTS;
+  if (v !== undefined && v !== '' && Number.isInteger(Number(v)) && Number(v) >= 0) return Number(v);
+  return Math.max(MIN_HOSTS, availableParallelism());
+}
+
+/** Host key of a node's k-th host (k from 0): `<node>`, then `<node>+<k>` ('+' is never in a node name). */
+export const hostKey = (node: string, k: number): string => (k === 0 ? node : `${node}+${k}`);
+
+/**
+ * Which host runs each task: a task a host already runs stays there; a new one goes to the host
+ * with the fewest tasks among the first `count` (lowest index on a tie), so a node's tasks spread
+ * evenly and adding tasks never moves a running one. `current`: tasks per host index.
+ */
+export function assignHosts(current: Map<number, string[]>, tasks: string[], count: number): Map<string, number> {
+  const load = new Map<number, number>();
+  for (let k = 0; k < count; k++) load.set(k, current.get(k)?.length ?? 0);
+  const out = new Map<string, number>();
+  for (const task of tasks) {
+    const had = [...current].find(([, list]) => list.includes(task));
+    if (had) {
+      out.set(task, had[0]);
+      continue;
+    }
+    let best = 0;
+    for (const [k, n] of load) if (n < load.get(best)!) best = k;
+    out.set(task, best);
+    load.set(best, load.get(best)! + 1);
+  }
+  return out;
 }
 
 export interface ProcessRuntimeOptions {
@@ -51,8 +95,8 @@ export interface ProcessRuntimeOptions {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-function hostPaths(dir: string, node: string): { spec: string; state: string; log: string } {
-  const base = join(dir, 'hosts', node);
+function hostPaths(dir: string, key: string): { spec: string; state: string; log: string } {
+  const base = join(dir, 'hosts', key);
   return { spec: `${base}.tasks.json`, state: `${base}.json`, log: `${base}.log` };
 }
 
@@ -107,9 +151,9 @@ export class ProcessRuntime implements Runtime {
     return out;
   }
 
-  /** Take `task` off the host of `node` (moved elsewhere); a host left without tasks stops. */
-  private async unhost(dir: string, node: string, task: string): Promise<void> {
-    const p = hostPaths(dir, node);
+  /** Take `task` off the host `key` (moved elsewhere); a host left without tasks stops. */
+  private async unhost(dir: string, key: string, task: string): Promise<void> {
+    const p = hostPaths(dir, key);
     const [spec, st] = await Promise.all([readJson<HostFile>(p.spec), readJson<RunnerState>(p.state)]);
     if (!spec) return;
     spec.tasks = spec.tasks.filter((t) => t !== task);
@@ -123,12 +167,28 @@ export class ProcessRuntime implements Runtime {
     }
   }
 
+  /** Tasks per host index of `node`'s hosts that run (their task lists). */
+  private async nodeHosts(dir: string, node: string): Promise<Map<number, string[]>> {
+    const out = new Map<number, string[]>();
+    const names = await readdir(join(dir, 'hosts')).catch(() => [] as string[]);
+    for (const n of names) {
+      if (!n.endsWith('.tasks.json')) continue;
+      const key = n.slice(0, -'.tasks.json'.length);
+      const k = key === node ? 0 : key.startsWith(`${node}+`) ? Number(key.slice(node.length + 1)) : NaN;
+      if (!Number.isInteger(k)) continue;
+      const st = await readJson<RunnerState>(hostPaths(dir, key).state);
+      if (!isAlive(st?.supervisorPid)) continue;
+      out.set(k, (await readJson<HostFile>(hostPaths(dir, key).spec))?.tasks ?? []);
+    }
+    return out;
+  }
+
   /**
-   * Start (or extend) the node host of `node` for the hosted specs; returns its state file.
+   * Start (or extend) the node host `key` of `node` for the hosted specs; returns its state file.
    * A running host gets the new task list and a SIGHUP; otherwise a supervisor starts one.
    */
-  private async startHost(app: AppSpec, dir: string, node: string, specs: RunnerSpec[]): Promise<string> {
-    const p = hostPaths(dir, node);
+  private async startHost(app: AppSpec, dir: string, key: string, node: string, specs: RunnerSpec[]): Promise<string> {
+    const p = hostPaths(dir, key);
     await mkdir(dirname(p.spec), { recursive: true });
     const st = await readJson<RunnerState>(p.state);
     let running = isAlive(st?.supervisorPid);
@@ -142,7 +202,7 @@ export class ProcessRuntime implements Runtime {
     const spec: HostFile = { app: app.name, appDir: app.dir, node, redisUrl: first.redisUrl, redisPrefix: first.redisPrefix, logDir: dir, tasks };
     writeJson(p.spec, spec);
     for (const s of specs) {
-      writeJson(join(dir, `${s.task}@${node}.json`), { host: node, task: s.task, node, app: app.name, supervisorPid: st?.supervisorPid ?? 0, runnerPid: st?.runnerPid ?? null, restarts: 0, updatedAt: Date.now() });
+      writeJson(join(dir, `${s.task}@${node}.json`), { host: key, task: s.task, node, app: app.name, supervisorPid: st?.supervisorPid ?? 0, runnerPid: st?.runnerPid ?? null, restarts: 0, updatedAt: Date.now() });
     }
     if (running) {
       if (tasks.length > before.length && isAlive(st!.runnerPid)) process.kill(st!.runnerPid!, 'SIGHUP');
@@ -170,7 +230,7 @@ export class ProcessRuntime implements Runtime {
     const dir = appStateDir(cluster, app.name);
     await mkdir(dir, { recursive: true });
     const existing = await this.readStates(app.name, cluster);
-    const handles: Array<RunnerHandle & { stateFile: string; logFile: string; hosted?: boolean }> = [];
+    const handles: Array<RunnerHandle & { stateFile: string; logFile: string; host?: string }> = [];
     const hosted = new Map<string, RunnerSpec[]>();
     for (const spec of specs) {
       const base = `${spec.task}@${spec.node}`;
@@ -191,7 +251,7 @@ export class ProcessRuntime implements Runtime {
       }
       if (hostable(app, spec.task)) {
         hosted.set(spec.node, [...(hosted.get(spec.node) ?? []), spec]);
-        handles.push({ task: spec.task, node: spec.node, id: '', stateFile: hostPaths(dir, spec.node).state, logFile, hosted: true });
+        handles.push({ task: spec.task, node: spec.node, id: '', stateFile: '', logFile, host: '' });
         continue;
       }
       const running = existing.find((e) => e.file === stateFile && isAlive(e.state.supervisorPid));
@@ -204,7 +264,16 @@ export class ProcessRuntime implements Runtime {
       const pid = this.spawnSupervisor(logFile, { ...runnerEnv(spec, app.dir, { outputDir }), JUPITER_SUPERVISE_STATE: stateFile });
       handles.push({ task: spec.task, node: spec.node, id: String(pid), stateFile, logFile });
     }
-    for (const [node, list] of hosted) await this.startHost(app, dir, node, list);
+    for (const [node, list] of hosted) {
+      const where = assignHosts(await this.nodeHosts(dir, node), list.map((s) => s.task), hostsPerNode());
+      const byHost = new Map<number, RunnerSpec[]>();
+      for (const s of list) byHost.set(where.get(s.task)!, [...(byHost.get(where.get(s.task)!) ?? []), s]);
+      for (const [k, specsOfHost] of byHost) {
+        const key = hostKey(node, k);
+        const stateFile = await this.startHost(app, dir, key, node, specsOfHost);
+        for (const h of handles) if (h.host === '' && h.node === node && specsOfHost.some((s) => s.task === h.task)) Object.assign(h, { host: key, stateFile });
+      }
+    }
     // Report the runner pids once the supervisors have started them.
     // Generous: node start-up on a loaded machine takes seconds. On failure the caller tears down.
     const deadline = Date.now() + 30_000;
@@ -214,7 +283,7 @@ export class ProcessRuntime implements Runtime {
         if (st?.runnerPid) {
           h.id = String(st.runnerPid);
           // The task's own state file names its host's pids too (readers of the file alone see them).
-          if (h.hosted) writeJson(join(dir, `${h.task}@${h.node}.json`), { host: h.node, task: h.task, node: h.node, app: app.name, supervisorPid: st.supervisorPid, runnerPid: st.runnerPid, restarts: st.restarts, updatedAt: Date.now() });
+          if (h.host !== undefined) writeJson(join(dir, `${h.task}@${h.node}.json`), { host: h.host, task: h.task, node: h.node, app: app.name, supervisorPid: st.supervisorPid, runnerPid: st.runnerPid, restarts: st.restarts, updatedAt: Date.now() });
           break;
         }
         if (Date.now() > deadline) {

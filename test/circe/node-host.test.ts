@@ -48,6 +48,16 @@ describe('circe process runtime: node hosts (Python tasks of a node in one proce
   let cluster: ClusterConfig;
   let runtime: ProcessRuntime;
   let app: AppSpec | undefined;
+  // One host for the node, whatever the cores (the default is one per core): this test is about
+  // tasks sharing a process.
+  const hostsBefore = process.env.JUPITER_NODE_HOSTS;
+  before(() => {
+    process.env.JUPITER_NODE_HOSTS = '1';
+  });
+  after(() => {
+    if (hostsBefore === undefined) delete process.env.JUPITER_NODE_HOSTS;
+    else process.env.JUPITER_NODE_HOSTS = hostsBefore;
+  });
   const rig = circeSuite({
     workPrefix: 'jupiter-host-',
     afterEachTest: async () => {

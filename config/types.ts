@@ -155,7 +155,10 @@ export interface NodeResources {
   memPercent: number;
   memMean: number;
   cores: number;
-  /** The machine the node runs on (its hostname): nodes on one host share its cores. */
+  /**
+   * The machine the node runs on (its kernel's boot id, profilers/resource/machine.ts): nodes on one
+   * machine share its cores, containers and namespaces included.
+   */
   host?: string;
   load1: number;
   freeMemBytes: number;

@@ -15,11 +15,12 @@ import { appKeys, configureApp, connectRedis, submitItems, teardownAppKeys, wait
 import { ProcessRuntime } from '../../circe/runtime/process.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 import { profileApp } from '../../profilers/exec/profile-app.js';
+import { machineId } from '../../profilers/resource/machine.js';
 import { measureHomeLinks, measureOverhead } from '../../profilers/overhead/prober.js';
 import { mappers, problemFromProfiles } from '../../mappers/index.js';
 import { writeCcrApp } from '../scale/ccr-app.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, hostname } from 'node:os';
+import { cpus } from 'node:os';
 import { cpuUs, descendants } from '../proc-cpu.js';
 
 const NODES = ['node1', 'node2', 'node3'];
@@ -104,12 +105,14 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
     for (const size of sizes) {
       const app = await loadApp(writeCcrApp(root, `fidccr${size}`, { tasks: size, seed: 17 }));
       log(`dag: ${size} tasks: execution profile on ${NODES.length} nodes ...`);
-      const res = await Promise.all(NODES.map((n) => profileApp(app, n, { workDir: root })));
+      // One machine: its nodes profile one after the other, as deploy asks them to.
+      const res = [];
+      for (const n of NODES) res.push(await profileApp(app, n, { workDir: root }));
       const now = Date.now();
       const snap: ProfileSnapshot = {
         takenAt: now,
         // One machine: the three logical nodes share its cores, as the agents' resource profiles say.
-        nodes: NODES.map((node) => ({ node, cpuPercent: 10, cpuMean: 10, memPercent: 10, memMean: 10, cores: cpus().length, host: hostname(), load1: 0, freeMemBytes: 1e9, updatedAt: now })),
+        nodes: NODES.map((node) => ({ node, cpuPercent: 10, cpuMean: 10, memPercent: 10, memMean: 10, cores: cpus().length, host: machineId(), load1: 0, freeMemBytes: 1e9, updatedAt: now })),
         links: [],
         exec: res.flatMap((r) => r.profiles),
         overheads,

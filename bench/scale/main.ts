@@ -206,18 +206,27 @@ async function main(): Promise<void> {
     const idle = await redisFigures(redis);
 
     if (PARTS.includes('exec')) {
-      log(`exec: profiling ${TASKS} tasks on ${NODES.length} nodes at once ...`);
-      const [res, ms] = await timed(() => Promise.all(NODES.map((n) => profileApp(big, n, { workDir: root }))));
+      // The nodes share this machine: one after the other, as deploy asks them (orchestrator/profiles/exec.ts).
+      log(`exec: profiling ${TASKS} tasks on ${NODES.length} nodes, one after the other (one machine) ...`);
+      const [res, ms] = await timed(async () => {
+        const out = [];
+        for (const n of NODES) out.push(await profileApp(big, n, { workDir: root }));
+        return out;
+      });
       const failed = res.flatMap((r) => r.failed);
       if (failed.length > 0) throw new Error(`exec profiling failed: ${JSON.stringify(failed[0])}`);
       // Sampled (BASE_SAMPLE per node) and scaled to every task: hundreds of starts would take minutes on a loaded machine.
       const sample = Math.min(TASKS, BASE_SAMPLE);
       const baseMs = Math.round((await bare(process.env.JUPITER_PYTHON ?? 'python3', ['-c', 'pass'], NODES.length, sample)) * (TASKS / sample));
       // Again, unchanged (as a redeploy asks): every profile is reused by content.
-      const [again, reuseMs] = await timed(() => Promise.all(res.map((r) => profileApp(big, r.node, { workDir: root, reuse: new Map(r.profiles.map((p) => [p.task, p])) }))));
+      const [again, reuseMs] = await timed(async () => {
+        const out = [];
+        for (const r of res) out.push(await profileApp(big, r.node, { workDir: root, reuse: new Map(r.profiles.map((p) => [p.task, p])) }));
+        return out;
+      });
       const reused = again.reduce((a, r) => a + r.reused.length, 0);
       results.exec = { ms, profiled: res.reduce((a, r) => a + r.profiles.length, 0), baselineMs: baseMs, ratio: ms / baseMs, unchangedMs: reuseMs, reused };
-      lines.push(`| execution profiling, ${TASKS} tasks x ${NODES.length} nodes | ${(ms / 1000).toFixed(1)} s | <= 10 s | ${ms <= 10_000 ? 'met' : 'NOT met'} | ${(ms / baseMs).toFixed(2)}x ${TASKS * NODES.length} bare python3 starts (${(baseMs / 1000).toFixed(1)} s, scaled from ${NODES.length * Math.min(TASKS, BASE_SAMPLE)}) |`);
+      lines.push(`| execution profiling, ${TASKS} tasks x ${NODES.length} nodes one after the other | ${(ms / 1000).toFixed(1)} s | <= 10 s | ${ms <= 10_000 ? 'met' : 'NOT met'} | ${(ms / baseMs).toFixed(2)}x ${TASKS * NODES.length} bare python3 starts (${(baseMs / 1000).toFixed(1)} s, scaled from ${NODES.length * Math.min(TASKS, BASE_SAMPLE)}) |`);
       lines.push(`| execution profiling again, app unchanged | ${reuseMs} ms | | | ${reused} of ${TASKS * NODES.length} profiles reused by content (inputsHash) |`);
       log(`  ${ms} ms (baseline ${baseMs} ms); unchanged again ${reuseMs} ms, ${reused} reused`);
     }

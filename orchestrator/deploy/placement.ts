@@ -56,9 +56,10 @@ export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOp
   }
   step.done();
   if (opts.execProfile && !(await hasExecProfiles(app, snap))) {
-    const exec = progress.step(`Profiling execution of ${app.name} on every node`);
+    const exec = progress.step(`Profiling execution of ${app.name} on every node (one at a time per machine)`);
     // Every task runs once per node: an app of 50 tasks that take seconds each takes minutes.
-    // Each node's count of tasks is shown, and a node is waited for as long as it advances.
+    // Each node's count of tasks is shown, and a node is waited for as long as it advances; a node
+    // whose machine is busy profiling another node shows `queued`.
     const where = new Map<string, string>();
     const show = (node: string, state: string): void => {
       where.set(node, state);
@@ -69,6 +70,10 @@ export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOp
       prefix: opts.prefix,
       timeoutMs: silenceMs,
       nodes: opts.nodes,
+      onPlan: (queues) => {
+        for (const q of queues) for (const n of q) where.set(n, 'queued');
+      },
+      onAsk: (node) => show(node, 'started'),
       onProgress: (node, done, total) => show(node, `${done}/${total} tasks`),
       onReply: (r) => show(r.node, 'done'),
     });

@@ -2,10 +2,11 @@
 // change in os.cpus() times since the previous sample) and memory% (1 - available/total),
 // keeps a running mean over the last `window` samples (DRUPE kept an unbounded mean, which
 // stops moving after a few hours), and publishes NodeResources to `res:<node>`.
-import { cpus, freemem, loadavg, totalmem, hostname } from 'node:os';
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { NodeResources } from '../../config/types.js';
+import { machineId } from './machine.js';
 
 export interface ResourceOptions {
   intervalMs: number;
@@ -83,7 +84,7 @@ export class ResourceProfiler {
       memPercent: round2(mem),
       memMean: round2(mean(this.memHist)),
       cores: cpus().length,
-      host: hostname(),
+      host: machineId(),
       load1: round2(loadavg()[0] ?? 0),
       freeMemBytes: free,
       updatedAt: Date.now(),

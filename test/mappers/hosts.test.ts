@@ -6,6 +6,7 @@ import type { Problem } from '../../mappers/index.js';
 import { checkSchedule, listMappers, mappers, problemErrors, simulate } from '../../mappers/index.js';
 import { problemFromProfiles } from '../../mappers/index.js';
 import { loadApp } from '../../config/app/load.js';
+import { widestLevel } from '../../mappers/dag-width.js';
 
 /** e fans out to x1..x4 (1 s each), one per node; all four nodes on host m. */
 function fan(extra: Partial<Problem> = {}): Problem {
@@ -68,7 +69,7 @@ describe('mappers: nodes sharing a host', () => {
     expect(problemErrors(fan({ hostCores: { z: 2 } })).join('\n')).to.match(/\/hostCores\/z: no node names host "z"/);
   });
 
-  it('problemFromProfiles: hosts and cores from the resource profiles, a task\'s CPU through the runner as its invocation cost where nodes outnumber the cores', async () => {
+  it('problemFromProfiles: hosts and cores from the resource profiles, a task\'s CPU through the runner as its invocation cost for the share of the widest level that finds no free core, where nodes outnumber the cores', async () => {
     const app = await loadApp('apps/dummy');
     const now = Date.now();
     const res = (node: string, host: string) => ({ node, host, cpuPercent: 1, cpuMean: 1, memPercent: 1, memMean: 1, cores: 2, load1: 0, freeMemBytes: 1e9, updatedAt: now });
@@ -85,10 +86,27 @@ describe('mappers: nodes sharing a host', () => {
     const p = problemFromProfiles(app, snap, { nodes: ['node1', 'node2', 'node3'] });
     expect(p.nodes.map((n) => n.host)).to.deep.equal(['box', 'box', 'box']);
     expect(p.hostCores).to.deep.equal({ box: 2 });
-    expect(p.invokeOverheadSec).to.deep.equal({ node1: 0.009, node2: 0.001 });
+    // dummy's widest level is 3 tasks on 2 cores: a third of them waits for a core.
+    expect(p.invokeOverheadSec!.node1).to.be.closeTo(0.001 + (1 / 3) * 0.008, 1e-12);
+    expect(p.invokeOverheadSec!.node2).to.equal(0.001);
     expect(problemErrors(p)).to.deep.equal([]);
-    // Each node on a machine of its own (a testbed host): a core is free, the idle call counts.
+    const oneCore = problemFromProfiles(app, { ...snap, nodes: snap.nodes.map((n) => ({ ...n, cores: 1 })) }, { nodes: ['node1', 'node2', 'node3'] });
+    expect(oneCore.invokeOverheadSec!.node1).to.be.closeTo(0.001 + (2 / 3) * 0.008, 1e-12);
+    // camera is a chain: a core is free for each task, the idle call counts.
+    const chain = problemFromProfiles(await loadApp('apps/camera'), snap, { nodes: ['node1', 'node2', 'node3'] });
+    expect(chain.invokeOverheadSec).to.deep.equal({ node1: 0.001, node2: 0.001 });
+    // Each node on a machine of its own: a core is free, the idle call counts.
     const own = problemFromProfiles(app, { ...snap, nodes: [res('node1', 'a'), res('node2', 'b'), res('node3', 'c')] }, { nodes: ['node1', 'node2', 'node3'] });
     expect(own.invokeOverheadSec).to.deep.equal({ node1: 0.001, node2: 0.001 });
+  });
+
+  it('widestLevel: the most tasks one level of the DAG holds', () => {
+    const e = (from: string, to: string) => ({ from, to });
+    expect(widestLevel(['a', 'b', 'c'], [e('a', 'b'), e('b', 'c')])).to.equal(1);
+    // dummy: task0 -> 1, 2, 3 -> 4, 5 -> 6 (6 also hears from 2): levels of 1, 3, 2, 1
+    expect(widestLevel(['t0', 't1', 't2', 't3', 't4', 't5', 't6'], [e('t0', 't1'), e('t0', 't2'), e('t0', 't3'), e('t1', 't4'), e('t2', 't4'), e('t1', 't5'), e('t3', 't5'), e('t2', 't6'), e('t4', 't6'), e('t5', 't6')])).to.equal(3);
+    // a task is on its longest chain's level: b (after a and after x -> a) is not with x
+    expect(widestLevel(['x', 'a', 'b', 'c'], [e('x', 'a'), e('a', 'b'), e('x', 'b'), e('x', 'c')])).to.equal(2);
+    expect(widestLevel([], [])).to.equal(0);
   });
 });

@@ -1,11 +1,12 @@
 // Execution profiling of a long app: a node that keeps finishing tasks is waited for past the
-// silence limit (with its count of tasks shown), a silent one is given up after that limit.
+// silence limit (with its count of tasks shown), a silent one is given up after that limit. Nodes
+// on one machine are asked one after the other, machines in parallel.
 import { expect } from 'chai';
 import type { Redis } from 'ioredis';
 import { connectRedis } from '../../circe/queue/connection.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import type { AppSpec } from '../../config/types.js';
-import { requestExecProfiles } from '../../orchestrator/profiles/exec.js';
+import { machineQueues, requestExecProfiles } from '../../orchestrator/profiles/exec.js';
 import { reply } from '../../profilers/agent/inbox.js';
 import { heartbeat } from '../../profilers/agent/registry.js';
 import type { ExecProfileProgress, ExecProfileReply, ExecProfileRequest } from '../../profilers/exec/handler.js';
@@ -15,19 +16,21 @@ const PREFIX = 'jx:';
 const keys = redisKeys(PREFIX);
 
 /** An agent that answers exec-profile requests with `tasks` progress notes, one every `everyMs`. */
-async function scriptedAgent(redis: Redis, node: string, tasks: number, everyMs: number, stop: { done: boolean }): Promise<void> {
+async function scriptedAgent(redis: Redis, node: string, tasks: number, everyMs: number, stop: { done: boolean }, spans: Array<[string, number, number]> = []): Promise<void> {
   const conn = redis.duplicate();
   try {
     while (!stop.done) {
       const res = await conn.blpop(keys.agentInbox(node), 0.2);
       if (!res) continue;
       const msg = JSON.parse(res[1]) as ExecProfileRequest;
+      const t0 = Date.now();
       for (let i = 1; i <= tasks; i++) {
         await new Promise((r) => setTimeout(r, everyMs));
         const note: ExecProfileProgress = { node, progress: { done: i, total: tasks } };
         await reply(redis, keys, msg.id, note);
       }
       const body: ExecProfileReply = { node, ok: true, app: msg.app, profiles: [], skipped: [], failed: [] };
+      spans.push([node, t0, Date.now()]);
       await reply(redis, keys, msg.id, body);
     }
   } finally {
@@ -67,5 +70,33 @@ describe('execution profiling: waiting for nodes as long as they advance', funct
     expect(res.missing).to.deep.equal(['node2']);
     expect(seen.map((s) => s[1])).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect(seen.every(([n, , t]) => n === 'node1' && t === 12)).to.equal(true);
+  });
+
+  it('asks the nodes of one machine one after the other, machines in parallel', async () => {
+    // node1 and node2 on machine A, node3 on B (resource profiles' host); 4 tasks of 50 ms each.
+    const on: Record<string, string> = { node1: 'A', node2: 'A', node3: 'B' };
+    await heartbeat(redis, keys, { node: 'node3', host: '127.0.0.1', port: 1, pid: process.pid, startedAt: Date.now(), heartbeatAt: Date.now(), periodMs: 60_000, hostname: 'test' });
+    for (const [node, host] of Object.entries(on)) await redis.hset(keys.resources(node), 'json', JSON.stringify({ node, host, cores: 2 }));
+    await redis.del(...Object.keys(on).map((n) => keys.agentInbox(n))); // the request the first test left node2
+    const stop = { done: false };
+    const spans: Array<[string, number, number]> = [];
+    const agents = Object.keys(on).map((n) => scriptedAgent(redis, n, 4, 50, stop, spans));
+    let plan: string[][] = [];
+    const res = await requestExecProfiles(redis, { name: 'two', dir: '/nowhere/two' } as AppSpec, { prefix: PREFIX, timeoutMs: 5000, onPlan: (q) => (plan = q) });
+    stop.done = true;
+    await Promise.all(agents);
+    expect(plan).to.deep.equal([['node1', 'node2'], ['node3']]);
+    expect(res.missing).to.deep.equal([]);
+    const span = (n: string) => spans.find((s) => s[0] === n)!;
+    expect(span('node2')[1]).to.be.at.least(span('node1')[2]); // one machine: after
+    expect(span('node3')[1]).to.be.below(span('node1')[2]); // another machine: meanwhile
+  });
+});
+
+describe('machineQueues: one queue per machine', () => {
+  it('keeps the order within a machine, gives unknown machines a queue each', () => {
+    const machine: Record<string, string | undefined> = { a: 'm1', b: 'm2', c: 'm1', d: undefined, e: '', f: 'm2' };
+    expect(machineQueues(['a', 'b', 'c', 'd', 'e', 'f'], (n) => machine[n])).to.deep.equal([['a', 'c'], ['b', 'f'], ['d'], ['e']]);
+    expect(machineQueues([], () => 'm')).to.deep.equal([]);
   });
 });

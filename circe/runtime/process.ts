@@ -2,9 +2,9 @@
 // whatever logical node they are mapped to, each wrapped by a small supervisor (supervise.ts)
 // that restarts it when it dies. A JavaScript/TypeScript task (its code runs inside its runner),
 // a helper and the sink get a runner process each; the Python tasks of one app on one node share
-// node host processes (runner/node-host.ts: their code runs in a Python process per task), one
-// per core and at least 4 (hostsPerNode), so a node pays for Node a few times, not once per task,
-// and still uses its cores. State per app under <stateDir>/apps/<app>/:
+// node host processes (runner/node-host.ts: their code runs in a Python process per task): one
+// per task for a few tasks, one per core for many (hostsPerNode), so a node pays for Node a few
+// times, not once per task, and still uses its cores. State per app under <stateDir>/apps/<app>/:
 //   <task>@<node>.json   supervisor pid, current runner pid, restarts (hosted: `host` names the
 //                        node host, whose pids are read from hosts/<key>.json; key: hostKey)
 //   <task>@<node>.log    the runner's (or hosted task's) and the supervisor's output (kept after teardown)
@@ -41,23 +41,25 @@ interface RunnerState {
 /** Tasks a node host runs: Python DAG tasks, whose code runs in a process of its own anyway. */
 export function hostable(app: AppSpec, task: string): boolean {
   const t = app.tasks.find((x) => x.name === task);
-  return Boolean(t?.isDag && t.language === 'python') && hostsPerNode() > 0;
+  return Boolean(t?.isDag && t.language === 'python') && process.env.JUPITER_NODE_HOSTS !== '0';
 }
 
-/** Fewest node hosts a node may use: a short chain's stages each get an event loop of their own. */
-export const MIN_HOSTS = 4;
+/** A node with at most this many Python tasks runs each in a host of its own. */
+export const OWN_HOST_TASKS = 4;
 
 /**
- * Node hosts per node: JUPITER_NODE_HOSTS (0 turns hosts off), else one per core and at least
- * MIN_HOSTS. One event loop does the queue work of all the tasks it hosts, so one host caps a
- * node's throughput at one core, and two stages sharing a loop wait for each other's Redis
- * calls: on 2 cores a 3-stage Python chain (bench:pipeline) ran 1.3x faster on three hosts than
- * on two, 1.4x faster than on one. A node with many tasks still pays for Node only that often.
+ * Node hosts of a node that runs `tasks` Python tasks: JUPITER_NODE_HOSTS (0 turns hosts off);
+ * else one per task while there are at most OWN_HOST_TASKS, and one per core beyond. One event
+ * loop does the queue work of every task it hosts, so one host caps a node at one core, and
+ * stages sharing a loop wait for each other's Redis calls: on 2 cores a 3-stage Python chain
+ * (bench:pipeline) ran 1.3x faster on three hosts than on two, 1.4x faster than on one. A host
+ * costs ~35 MB, which a node of many tasks pays only once per core (10 apps of 20 tasks on 3
+ * nodes with 4 hosts a node took 6.5 GB against 2.3 GB with one).
  */
-export function hostsPerNode(): number {
+export function hostsPerNode(tasks: number): number {
   const v = process.env.JUPITER_NODE_HOSTS;
   if (v !== undefined && v !== '' && Number.isInteger(Number(v)) && Number(v) >= 0) return Number(v);
-  return Math.max(MIN_HOSTS, availableParallelism());
+  return tasks <= OWN_HOST_TASKS ? Math.max(1, tasks) : Math.max(1, availableParallelism());
 }
 
 /** Host key of a node's k-th host (k from 0): `<node>`, then `<node>+<k>` ('+' is never in a node name). */
@@ -265,7 +267,9 @@ export class ProcessRuntime implements Runtime {
       handles.push({ task: spec.task, node: spec.node, id: String(pid), stateFile, logFile });
     }
     for (const [node, list] of hosted) {
-      const where = assignHosts(await this.nodeHosts(dir, node), list.map((s) => s.task), hostsPerNode());
+      const current = await this.nodeHosts(dir, node);
+      const tasks = new Set([...[...current.values()].flat(), ...list.map((s) => s.task)]);
+      const where = assignHosts(current, list.map((s) => s.task), hostsPerNode(tasks.size));
       const byHost = new Map<number, RunnerSpec[]>();
       for (const s of list) byHost.set(where.get(s.task)!, [...(byHost.get(where.get(s.task)!) ?? []), s]);
       for (const [k, specsOfHost] of byHost) {

@@ -2,7 +2,7 @@
 // stay where they are, and the host count comes from JUPITER_NODE_HOSTS or the cores.
 import { expect } from 'chai';
 import { availableParallelism } from 'node:os';
-import { assignHosts, hostKey, hostsPerNode, MIN_HOSTS } from '../../circe/runtime/process.js';
+import { assignHosts, hostKey, hostsPerNode, OWN_HOST_TASKS } from '../../circe/runtime/process.js';
 
 describe('circe process runtime: tasks spread over a node\'s hosts', () => {
   it('spreads new tasks evenly, lowest host first on a tie', () => {
@@ -20,15 +20,16 @@ describe('circe process runtime: tasks spread over a node\'s hosts', () => {
     expect([hostKey('node1', 0), hostKey('node1', 2)]).to.deep.equal(['node1', 'node1+2']);
   });
 
-  it('hosts per node: JUPITER_NODE_HOSTS when set (0 turns hosts off), else one per core and at least MIN_HOSTS', () => {
+  it('hosts per node: one per task for a few tasks, one per core for many, or JUPITER_NODE_HOSTS (0: none)', () => {
     const before = process.env.JUPITER_NODE_HOSTS;
     try {
       delete process.env.JUPITER_NODE_HOSTS;
-      expect(hostsPerNode()).to.equal(Math.max(MIN_HOSTS, availableParallelism()));
+      expect([1, 3, OWN_HOST_TASKS].map(hostsPerNode)).to.deep.equal([1, 3, OWN_HOST_TASKS]);
+      expect(hostsPerNode(OWN_HOST_TASKS + 1)).to.equal(availableParallelism());
       process.env.JUPITER_NODE_HOSTS = '3';
-      expect(hostsPerNode()).to.equal(3);
+      expect(hostsPerNode(10)).to.equal(3);
       process.env.JUPITER_NODE_HOSTS = '0';
-      expect(hostsPerNode()).to.equal(0);
+      expect(hostsPerNode(10)).to.equal(0);
     } finally {
       if (before === undefined) delete process.env.JUPITER_NODE_HOSTS;
       else process.env.JUPITER_NODE_HOSTS = before;

@@ -36,6 +36,7 @@ import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInpu
 import { appKeys, type AppKeys } from '../queue/keys.js';
 import { blobIdFor, BUNDLE_MAX, INLINE_MAX, type BundleJob } from '../queue/naming.js';
 import { DataPlane, defaultDataRoot } from '../dataplane/plane.js';
+import { releaseBody } from '../dataplane/client.js';
 import { defineLineage, lineageCall, lineageInputs, Reruns, type LineageCall, type LineageRecord } from '../dataplane/lineage.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
@@ -46,7 +47,7 @@ import { Backlog } from './backlog.js';
 import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
-import { defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
+import { besideStore, defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
 
 export { defaultWorkRoot } from './work-slots.js';
 
@@ -158,14 +159,17 @@ export class TaskRunner {
     const { app, task } = this.opts;
     this.settings = this.opts.settings ?? (await readSettings(this.redis, this.opts.prefix, app.name));
     this.queues = new AppQueues(this.redis, this.opts.prefix, app.name, this.settings);
+    let storeDir: string | undefined;
     if (this.settings.dataPath === 'direct') {
       const dir = this.opts.dataDir ?? join(defaultDataRoot(defaultWorkRoot(), this.opts.prefix, app.name), safeDir(this.opts.node));
       defineLineage(this.redis);
       this.plane = await DataPlane.producer({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, dir, log: this.log, batchNotes: true });
+      storeDir = dir;
       this.reruns = new Reruns({ redis: this.redis, keys: this.keys, task: task.name, node: this.opts.node, log: this.log, run: (rec) => this.rerun(rec) }).start();
     }
     this.invoker = await createInvoker(app, task, this.opts.node, { stderr: this.opts.taskStderr });
-    const parent = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
+    const work = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
+    const parent = storeDir ? besideStore(work, storeDir, safeDir(task.name)) : work;
     this.slots = openSlots(parent, this.settings.concurrency);
     this.slotGate = new FifoGate(this.settings.concurrency);
     // Each task has one runner: jobs still held in its queue belong to a runner that died, and
@@ -414,6 +418,8 @@ export class TaskRunner {
       // Small synchronous file operations: no thread-pool hop per call.
       writeFileSync(join(pathin, basename(inp.name)), bytes);
     }
+    // Fetched bodies go back to the data plane's buffers (nothing reads them after this).
+    for (const p of pairs) releaseBody(p.bytes);
 
     const start = nowMs();
     // Fast items report enter/start/finish together at commit (no extra round trip). An item

@@ -3,7 +3,9 @@
 // the runners'. Every role prints one JSON line on stdout: `{"listening": true}` once a server
 // accepts connections, then its result. Times are Unix ms with sub-ms precision (one machine, one
 // clock, so the source's and the sink's times compare).
-//   sink   <addr> <port> <bytes>           accept one connection, read <bytes>: {firstAt, lastAt, bytes}
+//   sink   <addr> <port> <bytes> [<size>]  accept one connection, read <bytes>: {firstAt, lastAt, bytes}
+//                                           and, with <size>, itemsAt: when each <size>-byte item was
+//                                           in whole (the bench's steady rate counts from the first)
 //   relay  <addr> <port> <toAddr> <toPort>  accept one connection, forward everything to <to>: {bytes}
 //   source <addr> <port> <count> <size>     send <count> buffers of <size> bytes: {startAt, endAt}
 import { createConnection, createServer, type Socket } from 'node:net';
@@ -21,15 +23,18 @@ function listen(addr: string, port: number, onConn: (s: Socket) => void): void {
   server.listen(port, addr, () => say({ listening: true }));
 }
 
-function sink(addr: string, port: number, want: number): void {
+function sink(addr: string, port: number, want: number, size: number): void {
   listen(addr, port, (s) => {
     let got = 0;
     let firstAt = 0;
+    const itemsAt: number[] = [];
     s.on('data', (d: Buffer) => {
       if (got === 0) firstAt = now();
       got += d.length;
+      // An item is in once all its bytes are (one stamp per item boundary this chunk crossed).
+      while (size > 0 && got >= (itemsAt.length + 1) * size) itemsAt.push(now());
       if (got >= want) {
-        say({ firstAt, lastAt: now(), bytes: got });
+        say({ firstAt, lastAt: now(), bytes: got, ...(size > 0 ? { itemsAt } : {}) });
         s.destroy();
         process.exit(0);
       }
@@ -77,7 +82,7 @@ function source(addr: string, port: number, count: number, size: number): void {
 }
 
 const [role, a, b, c, d] = process.argv.slice(2);
-if (role === 'sink') sink(a!, Number(b), Number(c));
+if (role === 'sink') sink(a!, Number(b), Number(c), Number(d ?? 0));
 else if (role === 'relay') relay(a!, Number(b), c!, Number(d));
 else if (role === 'source') source(a!, Number(b), Number(c), Number(d));
 else {

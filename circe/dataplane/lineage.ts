@@ -22,7 +22,7 @@
 //            still reaches the sink exactly once.
 // Assumes what lineage always assumes (Spark, Dask): a task run again on the same inputs gives
 // outputs that can stand in for the lost ones.
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { StoredInput } from '../queue/failures.js';
 import type { AppKeys } from '../queue/keys.js';
 
@@ -87,7 +87,7 @@ return moved
 `;
 
 interface LineageRedis extends Redis {
-  jLineage(numKeys: number, ...keysAndArgs: string[]): Promise<number>;
+  jLineage(...call: LineageCall): Promise<number>;
   jRepoint(numKeys: number, ...keysAndArgs: string[]): Promise<number>;
 }
 
@@ -100,13 +100,36 @@ function scripted(redis: Redis): LineageRedis {
   return r;
 }
 
-/** Remember how the stored outputs `outs` of one invocation were made (before its commit). */
-export async function recordLineage(redis: Redis, keys: AppKeys, rec: Omit<LineageRecord, 'in'>): Promise<void> {
-  if (rec.outs.length === 0) return;
+/** The RECORD call for one invocation: number of keys, then keys and arguments. */
+export type LineageCall = [number, ...string[]];
+
+/** The call that remembers how the stored outputs `outs` of one invocation were made. */
+export function lineageCall(keys: AppKeys, rec: Omit<LineageRecord, 'in'>): LineageCall | undefined {
+  if (rec.outs.length === 0) return undefined;
   const inputs = rec.inputs.map(({ id, name, blob, from, at, size, src }) => ({ id, name, blob, from, at, size, ...(src ? { src } : {}) }));
   const full: LineageRecord = { ...rec, in: inputs.map((i) => i.blob), inputs };
   const k = [keys.done(rec.task, rec.item), ...rec.outs.map((o) => lineageKey(keys, o)), ...inputs.flatMap((i) => [keys.blob(i.blob), keys.blobHolders(i.blob)])];
-  await scripted(redis).jLineage(k.length, ...k, JSON.stringify(full), String(rec.outs.length), ...rec.outs);
+  return [k.length, ...k, JSON.stringify(full), String(rec.outs.length), ...rec.outs];
+}
+
+/** Remember how the stored outputs `outs` of one invocation were made (before its commit). */
+export async function recordLineage(redis: Redis, keys: AppKeys, rec: Omit<LineageRecord, 'in'>): Promise<void> {
+  const call = lineageCall(keys, rec);
+  if (call) await scripted(redis).jLineage(...call);
+}
+
+/**
+ * Queue lineage records on a pipeline of `redis` (made after defineLineage(redis)): the task
+ * runner sends them in its commit's pipeline, ahead of the commit script, so Redis records them
+ * before the commit as a separate call would, without a round trip of their own.
+ */
+export function queueLineage(pipe: ChainableCommander, calls: LineageCall[]): void {
+  for (const c of calls) (pipe as ChainableCommander & { jLineage(...a: LineageCall): unknown }).jLineage(...c);
+}
+
+/** Define the lineage scripts on a connection (before its pipelines are made). */
+export function defineLineage(redis: Redis): void {
+  scripted(redis);
 }
 
 /** Point the blob records of a re-run's outputs at `node`; returns how many were still wanted. */

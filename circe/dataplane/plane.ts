@@ -4,7 +4,7 @@
 // keeps everything else: queues of deliveries, the blob's record (a pointer naming the node),
 // holders, done markers. So every guarantee of the central path holds unchanged; only where the
 // bytes live differs. See circe/README.md "Data path".
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { getuid } from 'node:process';
@@ -24,6 +24,8 @@ const SWEEP_EVERY_MS = 10_000;
  * receivers took it, this long at most: within the runner's stop grace (supervisor, docker stop).
  */
 export const DRAIN_MS = 10_000;
+/** A transfer's record waits this long at most for a Redis call to ride along with (batchNotes). */
+const NOTES_MS = 1000;
 /** One fetch attempt gives up after this long without an answer. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
 
@@ -53,6 +55,11 @@ export interface DataPlaneOptions {
   dir?: string;
   /** Address other nodes reach this one at (default: this side of the Redis connection). */
   advertise?: string;
+  /**
+   * The owner sends the transfers' records along with its own Redis calls (flushNotes): a task
+   * runner's commit follows each fetch. Otherwise (the sink) each is written on its own.
+   */
+  batchNotes?: boolean;
   log(msg: string): void;
 }
 
@@ -72,6 +79,10 @@ export class DataPlane {
   /** The last transfer queued per source node: transfers from one node go one after another. */
   private readonly lanes = new Map<string, Promise<unknown>>();
   readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0, reruns: 0 };
+
+  /** Transfer records not yet written (batchNotes), and the timer that writes them if nobody does. */
+  private notes: Array<[string, string]> = [];
+  private notesTimer?: NodeJS.Timeout;
 
   /** The key of this plane in `producers` while it is shared there. */
   private sharedAs?: string;
@@ -228,14 +239,37 @@ export class DataPlane {
   }
 
   /**
-   * A completed transfer is evidence about the link src -> this node (config/link-transfers.ts):
-   * one pipelined write, not awaited, so the item never waits for it.
+   * A completed transfer is evidence about the link src -> this node (config/link-transfers.ts),
+   * never awaited, so the item never waits for it. With batchNotes it rides along with the owner's
+   * next Redis call (a separate write costs this process and Redis about as much CPU as the
+   * commit it would follow); a timer writes what nobody took within NOTES_MS.
    */
   private noteTransfer(src: string, bytes: number, seconds: number): void {
     if (bytes < LINK_TRANSFER_MIN_BYTES || src === this.opts.node) return;
     const key = this.opts.keys.linkTransfers(src, this.opts.node);
     const t: LinkTransfer = { bytes, seconds, at: Date.now() };
-    void this.opts.redis.pipeline().lpush(key, JSON.stringify(t)).ltrim(key, 0, LINK_TRANSFERS_KEPT - 1).exec().catch(() => undefined);
+    this.notes.push([key, JSON.stringify(t)]);
+    if (this.notes.length > LINK_TRANSFERS_KEPT) this.notes.shift();
+    if (!this.opts.batchNotes) {
+      this.writeNotes();
+    } else if (!this.notesTimer) {
+      this.notesTimer = setTimeout(() => this.writeNotes(), NOTES_MS);
+      this.notesTimer.unref();
+    }
+  }
+
+  /** Queue the transfers' records not yet written on `pipe` (the caller sends it). */
+  flushNotes(pipe: ChainableCommander): void {
+    clearTimeout(this.notesTimer);
+    this.notesTimer = undefined;
+    for (const [key, t] of this.notes.splice(0)) pipe.lpush(key, t).ltrim(key, 0, LINK_TRANSFERS_KEPT - 1);
+  }
+
+  private writeNotes(): void {
+    if (this.notes.length === 0) return;
+    const pipe = this.opts.redis.pipeline();
+    this.flushNotes(pipe);
+    void pipe.exec().catch(() => undefined);
   }
 
   /**
@@ -313,6 +347,7 @@ export class DataPlane {
       this.sharedAs = undefined;
     }
     clearInterval(this.sweeper);
+    this.writeNotes();
     if (this.store && (await this.opts.redis.exists(this.opts.keys.moving).catch(() => 0)) > 0) await this.drain(DRAIN_MS);
     if (this.endpoint) await this.opts.redis.hdel(this.opts.keys.dataNodes(this.opts.node), this.endpoint).catch(() => undefined);
     await this.server?.close();

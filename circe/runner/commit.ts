@@ -2,7 +2,9 @@
 // One COMMIT script for the items that ran (outputs, done markers, runtimes, events, freed
 // inputs), the finishes of duplicates and of join inputs that wait, and the jobs carrying every
 // output right behind them on the same connection (Redis runs the commit before the adds).
+import type { ChainableCommander } from 'ioredis';
 import type { TaskEvent } from '../../config/events.js';
+import { queueLineage, type LineageCall } from '../dataplane/lineage.js';
 import { addEvent } from '../queue/events.js';
 import type { ScriptedPipeline, StoredInput } from '../queue/failures.js';
 import type { AppKeys } from '../queue/keys.js';
@@ -13,7 +15,7 @@ import type { InHand } from './arrive.js';
 
 /** What a delivery leaves to the commit group: its run's results, or only its finish. */
 export type Settle =
-  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; staged: Staged[]; bytes: number; announced: boolean })
+  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; staged: Staged[]; bytes: number; announced: boolean; lineage?: LineageCall })
   | (InHand & { kind: 'dup'; outbox: QueuedJob[] })
   | (InHand & { kind: 'wait' });
 
@@ -25,6 +27,8 @@ export interface CommitContext {
   task: string;
   node: string;
   event(type: TaskEvent['type'], item: string, ts: number, extra?: Partial<TaskEvent>): TaskEvent;
+  /** Commands that ride along at the end of the commit's pipeline (whose replies nobody reads). */
+  rideAlong?(pipe: ChainableCommander): void;
 }
 
 /** Commit a group; returns each item's makespan (-1 while the item is still in flight). */
@@ -34,8 +38,12 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   const pipe = ctx.redis.pipeline() as ScriptedPipeline & { jCommit(...a: Array<string | number | Buffer>): ScriptedPipeline };
   const runs = group.filter((s): s is Extract<Settle, { kind: 'run' }> => s.kind === 'run');
   const adds: QueuedJob[] = [];
-  // Large outputs' bytes first, by plain SETs (see COMMIT); their replies come before the rest.
-  let at = 0;
+  // Direct path: the runs' lineage records first (Redis has them before their commits, see
+  // circe/dataplane/lineage.ts), then large outputs' bytes by plain SETs (see COMMIT); their
+  // replies come before the rest.
+  const lineage = runs.flatMap((r) => (r.lineage ? [r.lineage] : []));
+  queueLineage(pipe, lineage);
+  let at = lineage.length;
   for (const r of runs) {
     for (const st of r.staged) {
       pipe.set(st.key, st.bytes, 'EX', settings.doneTtlSec);
@@ -76,6 +84,7 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   // Input bytes of each run beside its runtimes, for the online execution models
   // (orchestrator/adapt); queued last so the replies above keep their positions.
   for (const r of runs) pipe.hset(k.rt(r.d.item), `${T}|in`, r.inputs.reduce((a, inp) => a + (inp.size ?? 0), 0));
+  ctx.rideAlong?.(pipe);
   const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];
   let r = 0;

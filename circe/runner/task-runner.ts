@@ -36,7 +36,8 @@ import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInpu
 import { appKeys, type AppKeys } from '../queue/keys.js';
 import { blobIdFor, BUNDLE_MAX, INLINE_MAX, type BundleJob } from '../queue/naming.js';
 import { DataPlane, defaultDataRoot } from '../dataplane/plane.js';
-import { lineageInputs, recordLineage, Reruns, type LineageRecord } from '../dataplane/lineage.js';
+import { releaseBody } from '../dataplane/client.js';
+import { defineLineage, lineageCall, lineageInputs, Reruns, type LineageCall, type LineageRecord } from '../dataplane/lineage.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
@@ -46,7 +47,7 @@ import { Backlog } from './backlog.js';
 import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
-import { defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
+import { besideStore, defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
 
 export { defaultWorkRoot } from './work-slots.js';
 
@@ -158,13 +159,17 @@ export class TaskRunner {
     const { app, task } = this.opts;
     this.settings = this.opts.settings ?? (await readSettings(this.redis, this.opts.prefix, app.name));
     this.queues = new AppQueues(this.redis, this.opts.prefix, app.name, this.settings);
+    let storeDir: string | undefined;
     if (this.settings.dataPath === 'direct') {
       const dir = this.opts.dataDir ?? join(defaultDataRoot(defaultWorkRoot(), this.opts.prefix, app.name), safeDir(this.opts.node));
-      this.plane = await DataPlane.producer({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, dir, log: this.log });
+      defineLineage(this.redis);
+      this.plane = await DataPlane.producer({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, dir, log: this.log, batchNotes: true });
+      storeDir = dir;
       this.reruns = new Reruns({ redis: this.redis, keys: this.keys, task: task.name, node: this.opts.node, log: this.log, run: (rec) => this.rerun(rec) }).start();
     }
     this.invoker = await createInvoker(app, task, this.opts.node, { stderr: this.opts.taskStderr });
-    const parent = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
+    const work = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
+    const parent = storeDir ? besideStore(work, storeDir, safeDir(task.name)) : work;
     this.slots = openSlots(parent, this.settings.concurrency);
     this.slotGate = new FifoGate(this.settings.concurrency);
     // Each task has one runner: jobs still held in its queue belong to a runner that died, and
@@ -314,7 +319,7 @@ export class TaskRunner {
   /** Inputs whose bytes another node keeps (direct path), fetched from there. */
   private async fetchInputs(pairs: Array<{ inp: StoredInput; bytes: Buffer }>): Promise<Array<{ inp: StoredInput; bytes: Buffer }>> {
     if (!pairs.some((p) => p.inp.src)) return pairs;
-    const plane = this.plane ?? (this.plane = await DataPlane.reader({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, log: this.log }));
+    const plane = this.plane ?? (this.plane = await DataPlane.reader({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, log: this.log, batchNotes: true }));
     return Promise.all(pairs.map(async (p) => {
       if (!p.inp.src) return p;
       const bytes = await plane.fetch(p.inp.src, p.inp.blob);
@@ -413,6 +418,8 @@ export class TaskRunner {
       // Small synchronous file operations: no thread-pool hop per call.
       writeFileSync(join(pathin, basename(inp.name)), bytes);
     }
+    // Fetched bodies go back to the data plane's buffers (nothing reads them after this).
+    for (const p of pairs) releaseBody(p.bytes);
 
     const start = nowMs();
     // Fast items report enter/start/finish together at commit (no extra round trip). An item
@@ -441,6 +448,7 @@ export class TaskRunner {
       const size = plane ? statSync(path).size : -1;
       return { name: basename(path), bytes: plane && keeps(size, r.to) ? Buffer.alloc(0) : readFileSync(path), to: r.to, path, size };
     });
+    let lineage: LineageCall | undefined;
     if (plane) {
       const kept: string[] = [];
       for (const f of files) {
@@ -449,14 +457,15 @@ export class TaskRunner {
         f.bytes = await plane.putFile(kept[kept.length - 1]!, f.path, f.size);
         f.stored = { node: this.opts.node, size: f.size };
       }
-      // How they were made, so that they can be made again if this node is lost (before the commit).
-      if (!rerun) await recordLineage(this.redis, this.keys, { task: T, item: d.item, node: this.opts.node, inputs, outs: kept });
+      // How they were made, so that they can be made again if this node is lost: recorded in the
+      // commit's pipeline, ahead of the commit (commit.ts).
+      if (!rerun) lineage = lineageCall(this.keys, { task: T, item: d.item, node: this.opts.node, inputs, outs: kept });
     }
     const outNames = files.map((f) => f.name);
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
     if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
     const { jobs, outputs: nOut, stageArgs, staged } = this.queues!.prepare(d.item, T, files);
-    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, staged, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced };
+    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, staged, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced, lineage };
   }
 
   /** Resize the prefetch window after an invocation that took `ms`. */
@@ -477,7 +486,11 @@ export class TaskRunner {
   }
 
   private settle(group: Settle[]): Promise<number[]> {
-    return commitGroup({ redis: this.redis, keys: this.keys, queues: this.queues!, settings: this.settings, task: this.opts.task.name, node: this.opts.node, event: (...a) => this.event(...a) }, group);
+    const plane = this.plane;
+    return commitGroup({
+      redis: this.redis, keys: this.keys, queues: this.queues!, settings: this.settings, task: this.opts.task.name, node: this.opts.node, event: (...a) => this.event(...a),
+      rideAlong: plane ? (pipe) => plane.flushNotes(pipe) : undefined,
+    }, group);
   }
 
   /** Finish the items running, return the prefetched jobs to the queue, then stop (SIGTERM path). */

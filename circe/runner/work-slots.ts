@@ -4,7 +4,7 @@
 // `<pid>-<runner>-s<slot>[.<generation>]` (<runner> counts the runners of this process); a
 // runner removes those of processes that no longer exist.
 import { isAlive } from '../runtime/pid.js';
-import { accessSync, constants, mkdirSync, readdirSync, rmSync, statfsSync, unlinkSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, rmSync, statfsSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -21,6 +21,19 @@ export function defaultWorkRoot(): string {
     // no /dev/shm here
   }
   return tmpdir();
+}
+
+/**
+ * Direct data path: a task's outputs enter the node's store by a hard link when the work folders
+ * are on the store's file system, by a copy otherwise (in a container the work folder is a tmpfs
+ * and the store a volume: 1 MiB read and written again, ~1.4 ms of CPU per item on the testbed's
+ * VM, where a link costs ~0.05 ms). Work folders that would be elsewhere go to
+ * `<store>/.work/<task>` (one runner per task uses it; the store only counts blob-named files).
+ */
+export function besideStore(parent: string, store: string, task: string): string {
+  mkdirSync(parent, { recursive: true });
+  if (statSync(parent).dev === statSync(store).dev) return parent;
+  return join(store, '.work', task);
 }
 
 const SLOT_DIR = /^(\d+)-\d+-s\d+(\.\d+)?$/;

@@ -4,7 +4,7 @@
 // endpoint's refusals, the store's back-pressure and sweep, and a fetch that rides out an
 // unreachable node.
 import { expect } from 'chai';
-import { linkSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createServer as createHttpServer, request } from 'node:http';
@@ -13,6 +13,8 @@ import { fixtureAppDir, specOf } from './support.js';
 import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems, type PipelineSettings } from '../../circe/index.js';
 import { DataPlane, ensureDataToken } from '../../circe/dataplane/plane.js';
 import { DataServer } from '../../circe/dataplane/server.js';
+import { releaseBody } from '../../circe/dataplane/client.js';
+import { besideStore } from '../../circe/runner/work-slots.js';
 import { NodeStore } from '../../circe/dataplane/store.js';
 import { readSettings } from '../../circe/queue/settings.js';
 import { LINK_TRANSFER_MIN_BYTES, type LinkTransfer } from '../../config/link-transfers.js';
@@ -220,6 +222,44 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     expect(outcomes.every((o) => o.status === 'rejected')).to.equal(true);
     expect(Date.now() - t1).to.be.below(3 * 1200);
     await reader.close();
+  });
+
+  it('a fetched body given back is reused by the next fetch; work folders off the store\'s file system go beside it', async () => {
+    const settings: PipelineSettings = { ...(await readSettings(rig.client, PREFIX, 'x')), dataPath: 'direct' };
+    const keys = appKeys(PREFIX, 'x');
+    await ensureDataToken(rig.client, keys);
+    let n = 0;
+    const far = createHttpServer((req, res) => {
+      const body = Buffer.alloc(100_000, ++n);
+      res.writeHead(200, { 'content-length': body.length }).end(body);
+    });
+    await new Promise<void>((r) => far.listen(0, '127.0.0.1', () => r()));
+    await rig.client.hset(keys.dataNodes('far'), `127.0.0.1:${(far.address() as { port: number }).port}`, String(Date.now()));
+    const reader = await DataPlane.reader({ redis: rig.client, keys, settings, node: 'near', log: () => undefined });
+    const id = (k: number): string => `${'c'.repeat(38)}0${k}`;
+    const first = await reader.fetch('far', id(1));
+    expect(first[0]).to.equal(1);
+    releaseBody(first);
+    releaseBody(Buffer.alloc(100_000)); // not a fetched body: ignored
+    const second = await reader.fetch('far', id(2));
+    expect(second.buffer).to.equal(first.buffer);
+    expect(second.equals(Buffer.alloc(100_000, 2))).to.equal(true);
+    const third = await reader.fetch('far', id(3)); // the pool is empty again: a buffer of its own
+    expect(third.buffer).to.not.equal(second.buffer);
+    await reader.close();
+    await new Promise<void>((r) => far.close(() => r()));
+
+    const store = join(rig.work, 'store-fs');
+    mkdirSync(store);
+    expect(besideStore(join(rig.work, 'w-same'), store, 't')).to.equal(join(rig.work, 'w-same'));
+    if (existsSync('/dev/shm') && statSync('/dev/shm').dev !== statSync(store).dev) {
+      const shm = mkdtempSync('/dev/shm/jupiter-test-');
+      try {
+        expect(besideStore(join(shm, 'w'), store, 't')).to.equal(join(store, '.work', 't'));
+      } finally {
+        rmSync(shm, { recursive: true, force: true });
+      }
+    }
   });
 
   it('the runners of one node host share one plane: one endpoint for the node, closed with the last runner', async () => {

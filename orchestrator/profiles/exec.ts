@@ -30,7 +30,7 @@ export interface ExecRequestOptions {
   onReply?: (r: ExecProfileReply) => void;
   /** A node finished another task (done of total). */
   onProgress?: (node: string, done: number, total: number) => void;
-  /** The order of asking, before the first: one queue per machine (see machineQueues). */
+  /** The order of asking, before the first: a machine's nodes over as many queues as it has cores (see machineQueues). */
   onPlan?: (queues: string[][]) => void;
   /** A node was asked (the others of its machine wait their turn). */
   onAsk?: (node: string) => void;
@@ -44,28 +44,43 @@ export interface ExecRequestResult {
 }
 
 /**
- * The order nodes profile in: one queue per machine, its nodes one after the other (in the order
- * given); the queues run in parallel. A node whose machine is unknown has a queue of its own.
+ * The order nodes profile in: a machine's nodes split round-robin (in the order given) over as
+ * many queues as it has cores, each queue's nodes one after the other; all queues run in
+ * parallel. So no two timed calls share a core (each node times one task at a time), and a
+ * machine's nodes still use all of its cores: the embedded default's three local nodes on 2 cores
+ * take two turns, not three. A node whose machine is unknown has a queue of its own.
  */
-export function machineQueues(nodes: string[], machineOf: (node: string) => string | undefined): string[][] {
-  const queues = new Map<string, string[]>();
+export function machineQueues(nodes: string[], machineOf: (node: string) => { host?: string; cores?: number } | undefined): string[][] {
+  const machines = new Map<string, { cores: number; nodes: string[] }>();
   for (const n of nodes) {
     const m = machineOf(n);
-    const key = m === undefined || m === '' ? `node\u0000${n}` : `machine\u0000${m}`;
-    queues.set(key, [...(queues.get(key) ?? []), n]);
+    const key = m?.host === undefined || m.host === '' ? `node\u0000${n}` : `machine\u0000${m.host}`;
+    const cores = Math.max(1, Math.floor(m?.cores ?? 1));
+    const e = machines.get(key) ?? { cores, nodes: [] };
+    e.cores = Math.min(e.cores, cores);
+    e.nodes.push(n);
+    machines.set(key, e);
   }
-  return [...queues.values()];
+  const out: string[][] = [];
+  for (const { cores, nodes: list } of machines.values()) {
+    const queues: string[][] = Array.from({ length: Math.min(cores, list.length) }, () => []);
+    list.forEach((n, i) => queues[i % queues.length]!.push(n));
+    out.push(...queues);
+  }
+  return out;
 }
 
-/** Each node's machine as its resource profile names it (undefined: no profile yet). */
-async function machinesOf(redis: Redis, keys: Keys, nodes: string[]): Promise<Map<string, string | undefined>> {
+/** Each node's machine and its cores as its resource profile names them (undefined: no profile yet). */
+async function machinesOf(redis: Redis, keys: Keys, nodes: string[]): Promise<Map<string, { host?: string; cores?: number } | undefined>> {
   const pipe = redis.pipeline();
   for (const n of nodes) pipe.hget(keys.resources(n), 'json');
   const res = (await pipe.exec()) ?? [];
   return new Map(nodes.map((n, i) => {
     try {
       const raw = res[i]?.[1] as string | null | undefined;
-      return [n, raw ? (JSON.parse(raw) as Partial<NodeResources>).host : undefined];
+      if (!raw) return [n, undefined];
+      const r = JSON.parse(raw) as Partial<NodeResources>;
+      return [n, { host: r.host, cores: r.cores }];
     } catch {
       return [n, undefined];
     }

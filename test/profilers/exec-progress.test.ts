@@ -72,11 +72,11 @@ describe('execution profiling: waiting for nodes as long as they advance', funct
     expect(seen.every(([n, , t]) => n === 'node1' && t === 12)).to.equal(true);
   });
 
-  it('asks the nodes of one machine one after the other, machines in parallel', async () => {
-    // node1 and node2 on machine A, node3 on B (resource profiles' host); 4 tasks of 50 ms each.
+  it('asks the nodes of a one-core machine one after the other, machines in parallel', async () => {
+    // node1 and node2 on machine A (1 core), node3 on B (resource profiles' host); 4 tasks of 50 ms each.
     const on: Record<string, string> = { node1: 'A', node2: 'A', node3: 'B' };
     await heartbeat(redis, keys, { node: 'node3', host: '127.0.0.1', port: 1, pid: process.pid, startedAt: Date.now(), heartbeatAt: Date.now(), periodMs: 60_000, hostname: 'test' });
-    for (const [node, host] of Object.entries(on)) await redis.hset(keys.resources(node), 'json', JSON.stringify({ node, host, cores: 2 }));
+    for (const [node, host] of Object.entries(on)) await redis.hset(keys.resources(node), 'json', JSON.stringify({ node, host, cores: 1 }));
     await redis.del(...Object.keys(on).map((n) => keys.agentInbox(n))); // the request the first test left node2
     const stop = { done: false };
     const spans: Array<[string, number, number]> = [];
@@ -93,10 +93,17 @@ describe('execution profiling: waiting for nodes as long as they advance', funct
   });
 });
 
-describe('machineQueues: one queue per machine', () => {
+describe('machineQueues: a machine\'s nodes over as many queues as it has cores', () => {
   it('keeps the order within a machine, gives unknown machines a queue each', () => {
     const machine: Record<string, string | undefined> = { a: 'm1', b: 'm2', c: 'm1', d: undefined, e: '', f: 'm2' };
-    expect(machineQueues(['a', 'b', 'c', 'd', 'e', 'f'], (n) => machine[n])).to.deep.equal([['a', 'c'], ['b', 'f'], ['d'], ['e']]);
-    expect(machineQueues([], () => 'm')).to.deep.equal([]);
+    expect(machineQueues(['a', 'b', 'c', 'd', 'e', 'f'], (n) => ({ host: machine[n], cores: 1 }))).to.deep.equal([['a', 'c'], ['b', 'f'], ['d'], ['e']]);
+    expect(machineQueues(['a'], () => undefined)).to.deep.equal([['a']]);
+    expect(machineQueues([], () => ({ host: 'm' }))).to.deep.equal([]);
+  });
+
+  it('splits a machine\'s nodes round-robin over its cores', () => {
+    const of = (n: string) => (n.startsWith('x') ? { host: 'big', cores: 2 } : { host: 'small', cores: 1 });
+    expect(machineQueues(['x1', 'x2', 'x3', 'y1', 'y2'], of)).to.deep.equal([['x1', 'x3'], ['x2'], ['y1', 'y2']]);
+    expect(machineQueues(['x1'], of)).to.deep.equal([['x1']]);
   });
 });

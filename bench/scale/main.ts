@@ -18,6 +18,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
+import { machineQueues } from '../../orchestrator/profiles/exec.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
@@ -206,27 +207,27 @@ async function main(): Promise<void> {
     const idle = await redisFigures(redis);
 
     if (PARTS.includes('exec')) {
-      // The nodes share this machine: one after the other, as deploy asks them (orchestrator/profiles/exec.ts).
-      log(`exec: profiling ${TASKS} tasks on ${NODES.length} nodes, one after the other (one machine) ...`);
-      const [res, ms] = await timed(async () => {
-        const out = [];
-        for (const n of NODES) out.push(await profileApp(big, n, { workDir: root }));
+      // The nodes share this machine: as many at once as it has cores, as deploy asks them
+      // (orchestrator/profiles/exec.ts machineQueues).
+      const queues = machineQueues(NODES, () => ({ host: 'this', cores: cpus().length }));
+      const inTurn = <T>(f: (n: string) => Promise<T>): Promise<T[]> => Promise.all(queues.map(async (q) => {
+        const out: T[] = [];
+        for (const n of q) out.push(await f(n));
         return out;
-      });
+      })).then((qs) => qs.flat());
+      log(`exec: profiling ${TASKS} tasks on ${NODES.length} nodes, ${queues.length} at a time (one machine) ...`);
+      const [res, ms] = await timed(() => inTurn((n) => profileApp(big, n, { workDir: root })));
       const failed = res.flatMap((r) => r.failed);
       if (failed.length > 0) throw new Error(`exec profiling failed: ${JSON.stringify(failed[0])}`);
       // Sampled (BASE_SAMPLE per node) and scaled to every task: hundreds of starts would take minutes on a loaded machine.
       const sample = Math.min(TASKS, BASE_SAMPLE);
       const baseMs = Math.round((await bare(process.env.JUPITER_PYTHON ?? 'python3', ['-c', 'pass'], NODES.length, sample)) * (TASKS / sample));
       // Again, unchanged (as a redeploy asks): every profile is reused by content.
-      const [again, reuseMs] = await timed(async () => {
-        const out = [];
-        for (const r of res) out.push(await profileApp(big, r.node, { workDir: root, reuse: new Map(r.profiles.map((p) => [p.task, p])) }));
-        return out;
-      });
+      const byNode = new Map(res.map((r) => [r.node, r]));
+      const [again, reuseMs] = await timed(() => inTurn((n) => profileApp(big, n, { workDir: root, reuse: new Map(byNode.get(n)!.profiles.map((p) => [p.task, p])) })));
       const reused = again.reduce((a, r) => a + r.reused.length, 0);
       results.exec = { ms, profiled: res.reduce((a, r) => a + r.profiles.length, 0), baselineMs: baseMs, ratio: ms / baseMs, unchangedMs: reuseMs, reused };
-      lines.push(`| execution profiling, ${TASKS} tasks x ${NODES.length} nodes one after the other | ${(ms / 1000).toFixed(1)} s | <= 10 s | ${ms <= 10_000 ? 'met' : 'NOT met'} | ${(ms / baseMs).toFixed(2)}x ${TASKS * NODES.length} bare python3 starts (${(baseMs / 1000).toFixed(1)} s, scaled from ${NODES.length * Math.min(TASKS, BASE_SAMPLE)}) |`);
+      lines.push(`| execution profiling, ${TASKS} tasks x ${NODES.length} nodes, ${queues.length} at a time | ${(ms / 1000).toFixed(1)} s | <= 10 s | ${ms <= 10_000 ? 'met' : 'NOT met'} | ${(ms / baseMs).toFixed(2)}x ${TASKS * NODES.length} bare python3 starts (${(baseMs / 1000).toFixed(1)} s, scaled from ${NODES.length * Math.min(TASKS, BASE_SAMPLE)}) |`);
       lines.push(`| execution profiling again, app unchanged | ${reuseMs} ms | | | ${reused} of ${TASKS * NODES.length} profiles reused by content (inputsHash) |`);
       log(`  ${ms} ms (baseline ${baseMs} ms); unchanged again ${reuseMs} ms, ${reused} reused`);
     }

@@ -84,7 +84,8 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
     // at least 4 s): every check passes, the running deployment is replaced, the new one starts and
     // takes its inputs, then the wait gives up. The items are still streaming: removing the
     // deployment then would throw them away.
-    const slowDir = writeChainApp(join(box.cwd, 'slow-apps'), APP, { tasks: 2, sleepMs: 4000 });
+    // Not exec-profiled: a deploy would otherwise time every 4 s task on every node first.
+    const slowDir = writeChainApp(join(box.cwd, 'slow-apps'), APP, { tasks: 2, sleepMs: 4000, noExecProfile: true });
     const old = box.runners(APP).map((s) => s.runnerPid);
     expect(old).to.have.length(3);
     const r = await box.run(['deploy', slowDir, '--runtime', 'process', '--wait', '--timeout', '1'], { timeoutMs: 110_000 });

@@ -50,6 +50,8 @@ export interface ChainAppOptions {
   failAt?: number;
   /** Task index that kills its own runner (SIGKILL) on items whose content includes `CRASH`. */
   crashAt?: number;
+  /** `exec_profiler: false` for every task: deploy runs none of them before the deployment. */
+  noExecProfile?: boolean;
 }
 
 /**
@@ -85,7 +87,7 @@ export function writeChainApp(parent: string, name: string, opts: ChainAppOption
       '',
     ].filter((l) => l !== '').join('\n'));
   });
-  writeFileSync(join(dir, 'scripts', 'config.json'), `${JSON.stringify({ taskname_map: map, exec_profiler: Object.fromEntries(names.map((t) => [t, true])) }, null, 2)}\n`);
+  writeFileSync(join(dir, 'scripts', 'config.json'), `${JSON.stringify({ taskname_map: map, exec_profiler: Object.fromEntries(names.map((t) => [t, !opts.noExecProfile])) }, null, 2)}\n`);
   writeFileSync(join(dir, 'sample_input', '0s.txt'), 'sample\n');
   return dir;
 }

@@ -41,7 +41,7 @@ interface RunnerState {
 /** Tasks a node host runs: Python DAG tasks, whose code runs in a process of its own anyway. */
 export function hostable(app: AppSpec, task: string): boolean {
   const t = app.tasks.find((x) => x.name === task);
-  return Boolean(t?.isDag && t.language === 'python') && process.env.JUPITER_NODE_HOSTS !== '0';
+  return Boolean(t?.isDag && t.language === 'python') && hostsPerNode(1) > 0;
 }
 
 /** A node with at most this many Python tasks runs each in a host of its own. */

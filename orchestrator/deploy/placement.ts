@@ -56,7 +56,7 @@ export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOp
   }
   step.done();
   if (opts.execProfile && !(await hasExecProfiles(app, snap))) {
-    const exec = progress.step(`Profiling execution of ${app.name} on every node (one at a time per machine)`);
+    const exec = progress.step(`Profiling execution of ${app.name} on every node (as many at once per machine as it has cores)`);
     // Every task runs once per node: an app of 50 tasks that take seconds each takes minutes.
     // Each node's count of tasks is shown, and a node is waited for as long as it advances; a node
     // whose machine is busy profiling another node shows `queued`.

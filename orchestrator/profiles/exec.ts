@@ -1,8 +1,8 @@
 // `jupiter profile exec <app>` and deploy's execution profiling: ask every live agent to profile
 // the app's tasks, wait for the replies, and show one table of duration / output volume per task
-// and node. Nodes on one machine (their resource profile's `host`) profile one after the other, so
-// that no timed call shares the machine's cores with another node's (seven testbed hosts on two
-// cores profiled at once came out 3-6x slower than the tasks then ran); machines work in parallel.
+// and node. Nodes on one machine (their resource profile's `host`) profile at most as many at once
+// as it has cores, so that no timed call shares a core with another node's (seven testbed hosts on
+// two cores profiled at once came out 3-6x slower than the tasks then ran); machines work in parallel.
 import { table as newTable } from '../report/table.js';
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
@@ -21,7 +21,7 @@ export interface ExecRequestOptions {
    * tasks the app has.
    */
   timeoutMs: number;
-  /** Profile one node at a time, machines too (default: one at a time per machine, machines in parallel). */
+  /** Profile one node at a time, machines too (default: as many of a machine's nodes at once as it has cores, machines in parallel). */
   serial?: boolean;
   /** Run every task again (default: a node keeps the profiles of tasks unchanged since, by content). */
   fresh?: boolean;
@@ -101,7 +101,7 @@ export async function requestExecProfiles(redis: Redis, app: AppSpec, opts: Exec
     await sendToAgent(redis, keys, node, { ...msg });
     opts.onAsk?.(node);
     // The node has until `timeoutMs` after its last news (the request, a finished task); silent
-    // past that, it is given up and the next node of its machine is asked.
+    // past that, it is given up and the next node of its queue is asked.
     let news = Date.now();
     let answered = false;
     await readReplies(redis, keys, id, (raw) => {

@@ -76,7 +76,7 @@ export function register(program: Command): void {
     .option('--redis <url>', 'Redis URL (default: configuration / JUPITER_REDIS_URL / embedded stack)')
     .option('--prefix <prefix>', 'Redis key prefix (default: the configuration\'s)')
     .option('--timeout <seconds>', 'give up on an agent that finished no task and sent no answer for this long', '300')
-    .option('--serial', 'profile one node at a time (default: one at a time per machine, machines in parallel)')
+    .option('--serial', 'profile one node at a time (default: as many of a machine\'s nodes at once as it has cores, machines in parallel)')
     .option('--fresh', 'run every task again (by default a task unchanged since its last profile on a node keeps it)')
     .exitOverride()
     .action(action(async (appArg: string, _local: unknown, command: Command) => {

@@ -112,12 +112,6 @@ export function lineageCall(keys: AppKeys, rec: Omit<LineageRecord, 'in'>): Line
   return [k.length, ...k, JSON.stringify(full), String(rec.outs.length), ...rec.outs];
 }
 
-/** Remember how the stored outputs `outs` of one invocation were made (before its commit). */
-export async function recordLineage(redis: Redis, keys: AppKeys, rec: Omit<LineageRecord, 'in'>): Promise<void> {
-  const call = lineageCall(keys, rec);
-  if (call) await scripted(redis).jLineage(...call);
-}
-
 /**
  * Queue lineage records on a pipeline of `redis` (made after defineLineage(redis)): the task
  * runner sends them in its commit's pipeline, ahead of the commit script, so Redis records them

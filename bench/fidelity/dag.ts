@@ -15,7 +15,7 @@ import { appKeys, configureApp, connectRedis, submitItems, teardownAppKeys, wait
 import { ProcessRuntime } from '../../circe/runtime/process.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 import { profileApp } from '../../profilers/exec/profile-app.js';
-import { machineId } from '../../profilers/resource/machine.js';
+import { machineId } from '../../circe/runtime/machine.js';
 import { measureHomeLinks, measureOverhead } from '../../profilers/overhead/prober.js';
 import { mappers, problemFromProfiles } from '../../mappers/index.js';
 import { writeCcrApp } from '../scale/ccr-app.js';

@@ -6,6 +6,7 @@
 // bytes live differs. See circe/README.md "Data path".
 import type { ChainableCommander, Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { getuid } from 'node:process';
 import { LINK_TRANSFER_MIN_BYTES, LINK_TRANSFERS_KEPT, type LinkTransfer } from '../../config/link-transfers.js';
@@ -13,8 +14,9 @@ import type { AppKeys } from '../queue/keys.js';
 import type { PipelineSettings } from '../queue/settings.js';
 import { BlobMissingError, getBlob } from './client.js';
 import { askRerun, nodeDead, pointedNode } from './lineage.js';
+import { machineId } from '../runtime/machine.js';
 import { DataServer } from './server.js';
-import { NodeStore } from './store.js';
+import { checkBlobId, NodeStore } from './store.js';
 
 /** Files younger than this are never swept: their commit may still be on its way to Redis. */
 export const SWEEP_GRACE_MS = 60_000;
@@ -40,6 +42,35 @@ export function defaultDataRoot(workRoot: string, prefix: string, app: string): 
   const safe = `${prefix}${app}`.replace(/[^A-Za-z0-9_.-]/g, '_');
   return join(workRoot, `jupiter-data-${getuid?.() ?? 0}`, safe);
 }
+
+/**
+ * How a producer's store is found without the network (keys.dataDirs): a receiver on the same
+ * kernel that sees the very same folder (device and inode, not just the path: containers may
+ * mount different folders at one path) copies a blob's file itself instead of fetching it.
+ */
+interface StoreSite {
+  machine: string;
+  dir: string;
+  dev: number;
+  ino: number;
+}
+
+/** A site that refers to a folder this process sees: its path, else undefined. */
+function reachableDir(site: StoreSite): string | undefined {
+  if (site.machine !== machineId()) return undefined;
+  try {
+    const st = statSync(site.dir);
+    return st.dev === site.dev && st.ino === site.ino ? site.dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long a lookup of another node's store site is trusted (a task that moves gets a new one). */
+const SITE_TTL_MS = 10_000;
+
+/** An input as a receiver takes it: bytes, or the file of a store on this machine to copy. */
+export type Taken = { bytes: Buffer; file?: undefined } | { file: string; size: number; bytes?: undefined };
 
 /** The pointer the blob's record holds on the direct path (the bytes are on `node`). */
 export function pointerFor(node: string): Buffer {
@@ -76,6 +107,8 @@ export class DataPlane {
   private endpoint?: string;
   private sweeper?: NodeJS.Timeout;
   private readonly endpoints = new Map<string, { list: string[]; at: number }>();
+  /** Other nodes' store folders this process can read, by node (undefined: none here). */
+  private readonly sites = new Map<string, { dir?: string; at: number }>();
   /** The last transfer queued per source node: transfers from one node go one after another. */
   private readonly lanes = new Map<string, Promise<unknown>>();
   readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0, reruns: 0 };
@@ -126,7 +159,12 @@ export class DataPlane {
     const port = await this.server.start();
     const host = this.opts.advertise ?? localAddress(redis) ?? '127.0.0.1';
     this.endpoint = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-    await redis.hset(keys.dataNodes(node), this.endpoint, String(Date.now()));
+    const st = statSync(this.store.dir);
+    const site: StoreSite = { machine: machineId(), dir: resolve(this.store.dir), dev: st.dev, ino: st.ino };
+    await redis.pipeline()
+      .hset(keys.dataDirs(node), this.endpoint, JSON.stringify(site))
+      .hset(keys.dataNodes(node), this.endpoint, String(Date.now()))
+      .exec();
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
     this.sweeper.unref();
   }
@@ -167,11 +205,14 @@ export class DataPlane {
     let last: Error | undefined;
     let asked = false;
     for (let round = 0; ; round++) {
-      if (src === this.opts.node && this.store) {
-        const mine = await this.store.get(blob);
-        if (mine) {
+      const near = await this.nearFile(src, blob);
+      if (near) {
+        try {
+          const bytes = readFileSync(near);
           this.stats.local++;
-          return mine;
+          return bytes;
+        } catch {
+          // gone meanwhile (swept after a re-run moved it): ask over the network
         }
       }
       const list = await this.endpointsOf(src, round > 0);
@@ -236,6 +277,52 @@ export class DataPlane {
       await new Promise((r) => setTimeout(r, backoff));
       backoff = Math.min(2000, backoff * 2);
     }
+  }
+
+  /**
+   * A blob as the receiver should take it: when a store this process can read holds it (this
+   * node's, or another node's on this machine), its file, for the caller to copy in the kernel
+   * (no socket, no buffers in either process); else its bytes, fetched (fetch()). A file taken
+   * may be gone by the time it is copied (a lineage re-run moved the blob): the caller then
+   * fetches.
+   */
+  async take(src: string, blob: string): Promise<Taken> {
+    const file = await this.nearFile(src, blob);
+    if (file) {
+      try {
+        const size = statSync(file).size;
+        this.stats.local++;
+        return { file, size };
+      } catch {
+        // not (or no longer) there
+      }
+    }
+    return { bytes: await this.fetch(src, blob) };
+  }
+
+  /** The path of blob's file in node src's store when this process can read that store. */
+  private async nearFile(src: string, blob: string): Promise<string | undefined> {
+    checkBlobId(blob);
+    const dir = await this.siteOf(src);
+    return dir === undefined ? undefined : join(dir, blob);
+  }
+
+  private async siteOf(node: string): Promise<string | undefined> {
+    if (node === this.opts.node && this.store) return this.store.dir;
+    const hit = this.sites.get(node);
+    if (hit && Date.now() - hit.at < SITE_TTL_MS) return hit.dir;
+    let dir: string | undefined;
+    const all = await this.opts.redis.hgetall(this.opts.keys.dataDirs(node)).catch(() => ({}));
+    for (const v of Object.values(all)) {
+      try {
+        dir = reachableDir(JSON.parse(v) as StoreSite);
+      } catch {
+        // not a site record
+      }
+      if (dir) break;
+    }
+    this.sites.set(node, { dir, at: Date.now() });
+    return dir;
   }
 
   /**
@@ -349,7 +436,10 @@ export class DataPlane {
     clearInterval(this.sweeper);
     this.writeNotes();
     if (this.store && (await this.opts.redis.exists(this.opts.keys.moving).catch(() => 0)) > 0) await this.drain(DRAIN_MS);
-    if (this.endpoint) await this.opts.redis.hdel(this.opts.keys.dataNodes(this.opts.node), this.endpoint).catch(() => undefined);
+    if (this.endpoint) {
+      const { redis, keys, node } = this.opts;
+      await redis.pipeline().hdel(keys.dataNodes(node), this.endpoint).hdel(keys.dataDirs(node), this.endpoint).exec().catch(() => undefined);
+    }
     await this.server?.close();
   }
 }

@@ -4,7 +4,7 @@
 // cut off by a failed link finds them when the link returns: store and forward.
 // The store is bounded in bytes: a producer whose store is full waits (back-pressure) rather
 // than fill the node's disk or RAM.
-import { chmodSync, closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { copyFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -93,20 +93,6 @@ export class NodeStore {
     }
     renameSync(tmp, path);
     this.used += size;
-  }
-
-  /**
-   * The bytes of `id`, or undefined when this node does not hold them. Read in one synchronous
-   * call: a blob is at most a few MiB from the page cache, less than the thread-pool round trips
-   * of an asynchronous read.
-   */
-  async get(id: string): Promise<Buffer | undefined> {
-    try {
-      return readFileSync(this.path(id));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
   }
 
   /** An open file descriptor on `id` and its size (the caller closes it), or undefined when this node does not hold it. */

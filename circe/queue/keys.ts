@@ -64,6 +64,8 @@ export interface AppKeys {
   ready: string;
   dataToken: string;
   dataNodes(node: string): string;
+  /** Where a node's stores are (machine, folder), for receivers on the same machine (plane.ts). */
+  dataDirs(node: string): string;
   moving: string;
   /** The agent's heartbeat key of a node, and the set of nodes that ever registered (liveness, outside A). */
   agent(node: string): string;
@@ -100,6 +102,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     ready: `${a}ready`,
     dataToken: `${a}datatoken`,
     dataNodes: (n) => `${a}data:${n}`,
+    dataDirs: (n) => `${a}datadir:${n}`,
     moving: `${a}moving`,
     agent: (n) => k.node(n),
     agents: k.nodes(),

@@ -21,6 +21,7 @@
 // this one's run; and every grouped Redis call carries at most GROUP_BYTES beyond its first item,
 // so a backlog on a slow link streams item by item rather than as one unit.
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { UnrecoverableError, WaitingError, Worker, type Job } from '../queue/libs.js';
 import type { Redis } from 'ioredis';
@@ -48,6 +49,12 @@ import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
 import { besideStore, defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
+
+/**
+ * An input of an invocation: its bytes, or (direct path, the blob in a store on this machine)
+ * the file to copy into the work folder (bytes then empty).
+ */
+type InputPair = { inp: StoredInput; bytes: Buffer; file?: string };
 
 export { defaultWorkRoot } from './work-slots.js';
 
@@ -317,15 +324,36 @@ export class TaskRunner {
   }
 
   /** Inputs whose bytes another node keeps (direct path), fetched from there. */
-  private async fetchInputs(pairs: Array<{ inp: StoredInput; bytes: Buffer }>): Promise<Array<{ inp: StoredInput; bytes: Buffer }>> {
+  private async fetchInputs(pairs: InputPair[]): Promise<InputPair[]> {
     if (!pairs.some((p) => p.inp.src)) return pairs;
-    const plane = this.plane ?? (this.plane = await DataPlane.reader({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, log: this.log, batchNotes: true }));
+    const plane = await this.readerPlane();
     return Promise.all(pairs.map(async (p) => {
       if (!p.inp.src) return p;
-      const bytes = await plane.fetch(p.inp.src, p.inp.blob);
+      const got = await plane.take(p.inp.src, p.inp.blob);
       // A lineage re-run may have made the bytes anew: their size is what was fetched.
-      return { inp: { ...p.inp, size: bytes.length }, bytes };
+      if (got.file !== undefined) return { inp: { ...p.inp, size: got.size }, bytes: Buffer.alloc(0), file: got.file };
+      return { inp: { ...p.inp, size: got.bytes.length }, bytes: got.bytes };
     }));
+  }
+
+  private async readerPlane(): Promise<DataPlane> {
+    return this.plane ?? (this.plane = await DataPlane.reader({ redis: this.redis, keys: this.keys, settings: this.settings, node: this.opts.node, log: this.log, batchNotes: true }));
+  }
+
+  /**
+   * An input kept in a store on this machine, copied into the work folder by the kernel; fetched
+   * instead when its file went meanwhile (a lineage re-run moved the blob).
+   */
+  private async copyIn(p: InputPair & { file: string }, dest: string): Promise<void> {
+    try {
+      await copyFile(p.file, dest);
+      if (p.inp.size === undefined || statSync(dest).size === p.inp.size) return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    const bytes = await (await this.readerPlane()).fetch(p.inp.src!, p.inp.blob);
+    writeFileSync(dest, bytes);
+    releaseBody(bytes);
   }
 
   /**
@@ -366,7 +394,7 @@ export class TaskRunner {
    * flight, and the items finished meanwhile share the next commit (and leave as one job). A
    * failure of the task is the delivery's alone: it is retried after a backoff, or buried.
    */
-  private async runInSlot(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>): Promise<number> {
+  private async runInSlot(h: InHand, pairs: InputPair[]): Promise<number> {
     await this.slotGate.take();
     if (this.closing) {
       this.slotGate.give();
@@ -399,7 +427,7 @@ export class TaskRunner {
     this.log(`task ${this.opts.task.name} failed on item ${h.d.item} (attempt ${attempt}${final ? ', final' : ''}): ${err.message}`);
   }
 
-  private async execute(h: InHand, pairs: Array<{ inp: StoredInput; bytes: Buffer }>, slot: WorkSlot, rerun = false): Promise<Settle> {
+  private async execute(h: InHand, pairs: InputPair[], slot: WorkSlot, rerun = false): Promise<Settle> {
     const { task } = this.opts;
     const T = task.name;
     const { d } = h;
@@ -410,7 +438,12 @@ export class TaskRunner {
     if (dupName) throw new UnrecoverableError(`two inputs of item ${d.item} for task ${T} are both named ${dupName}; the sending tasks must give their outputs distinct names`);
 
     const { pathin, pathout } = slot;
-    for (const { inp, bytes } of pairs) {
+    for (const p of pairs) {
+      const { inp, bytes } = p;
+      if (p.file !== undefined) {
+        await this.copyIn({ ...p, file: p.file }, join(pathin, basename(inp.name)));
+        continue;
+      }
       if (bytes.length !== inp.size && inp.size !== undefined) {
         // Retried, not final: after a Redis restart a sender's blob can trail its job briefly.
         throw new Error(`input ${inp.name} of item ${d.item} is not (or no longer) in Redis (blob ${inp.blob})`);

@@ -6,7 +6,7 @@ import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { NodeResources } from '../../config/types.js';
-import { machineId } from './machine.js';
+import { machineId } from '../../circe/runtime/machine.js';
 
 export interface ResourceOptions {
   intervalMs: number;

@@ -4,7 +4,7 @@
 // job finds its name there, or its file already there (a small one, created only if absent, when
 // a sink died between the write and the count), and is only counted as suppressed.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from '../queue/libs.js';
 import type { Redis } from 'ioredis';
@@ -173,6 +173,26 @@ export class Sink {
     }
   }
 
+  /** A delivery whose blob is in a store this process can read: its file copied to the output (true), else false. */
+  private async copyNear(d: Delivery, owner: string): Promise<boolean> {
+    const got = await (await this.dataPlane()).take(d.src!, d.blob);
+    if (got.file === undefined) {
+      // Fetched already: write what came.
+      await this.write(d, got.bytes, owner, d.inline !== undefined);
+      return true;
+    }
+    const dest = outputPath(this.opts.outputDir, d.item, d.name, owner);
+    await mkdir(dirname(dest), { recursive: true });
+    try {
+      await copyFile(got.file, dest);
+      return true;
+    } catch (e) {
+      // gone meanwhile (a lineage re-run moved the blob): fetch it
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw e;
+    }
+  }
+
   /**
    * One round trip looks at a group of files (scripts.ts LOOK): a phantom (never stored, see
    * PHANTOM_FN), a file the item delivered already, or a new file with the owner of its plain
@@ -218,7 +238,9 @@ export class Sink {
       if (l.kind !== 'new') return undefined;
       if (!l.bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
       try {
-        // Direct path: the record is a pointer; the bytes come from the node that keeps them.
+        // Direct path: the record is a pointer; the bytes come from the node that keeps them, or
+        // its file is copied by the kernel when that node's store is on this machine.
+        if (d.src && (await this.copyNear(d, l.owner))) return undefined;
         const bytes = d.src ? await (await this.dataPlane()).fetch(d.src, d.blob) : l.bytes;
         await this.write(d, bytes, l.owner, d.inline !== undefined);
         return undefined;

@@ -34,7 +34,7 @@ describe('docker runtime: deploy and teardown timing of a 10-task app (real dock
   const outDir = mkdtempSync(join(tmpdir(), 'jupiter-docker-out-'));
 
   before(async function () {
-    engine = await startDockerdOrSkip(this);
+    engine = await startDockerdOrSkip(this, { seedImages: false });
     redis = await startTestRedis();
     client = connectRedis(redis.url);
   });

@@ -39,7 +39,7 @@ describe('docker runtime: images and the container sandbox (real dockerd)', func
   const cleanups: Array<() => void | Promise<void>> = [];
 
   before(async function () {
-    engine = await startDockerdOrSkip(this, { bridge: true, tls: true });
+    engine = await startDockerdOrSkip(this, { bridge: true, tls: true, seedImages: false });
   });
 
   after(async () => {

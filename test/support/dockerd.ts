@@ -4,8 +4,9 @@
 // JUPITER_TEST_DOCKER_HOST=unix:///var/run/docker.sock uses an engine that is already running
 // instead (for the first instance only; it is left running).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, createReadStream, createWriteStream, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import Docker from 'dockerode';
 import type { DockerEndpoint } from '../../config/types.js';
 import { freePort } from '../../orchestrator/stack/free-port.js';
@@ -44,7 +45,43 @@ export function dockerdSkipReason(): string | undefined {
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
+  if (seed) rmSync(seed.dir, { recursive: true, force: true });
 });
+
+/**
+ * The images every Docker suite needs before its own (the base image made from this machine's
+ * files, the dependency layers, the agent image) are built once per test run: the first engine
+ * that has them saves them when it stops, and later engines load them (~5 s) instead of building
+ * them (~13 s). Suites about building itself start with seedImages: false. The app images are
+ * never carried over.
+ */
+let seed: { dir: string; file: string } | undefined;
+const SEEDED = /^jupiter\/(base|deps|agent):/;
+
+async function saveSeed(docker: Docker): Promise<void> {
+  if (seed) return;
+  const names = (await docker.listImages()).flatMap((i) => i.RepoTags ?? []).filter((t) => SEEDED.test(t));
+  if (!names.some((n) => n.startsWith('jupiter/base:')) || !names.some((n) => n.startsWith('jupiter/deps:'))) return;
+  const dir = mkdtempSync('/tmp/jd-seed-');
+  const file = join(dir, 'images.tar');
+  try {
+    const stream = await (docker as unknown as { getImages(o: { names: string[] }): Promise<NodeJS.ReadableStream> }).getImages({ names });
+    await pipeline(stream, createWriteStream(file, { mode: 0o600 }));
+    seed = { dir, file };
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function loadSeed(docker: Docker): Promise<void> {
+  if (!seed) return;
+  try {
+    const out = (await docker.loadImage(createReadStream(seed.file), { quiet: true })) as NodeJS.ReadableStream;
+    await new Promise<void>((resolve, reject) => docker.modem.followProgress(out, (err) => (err ? reject(err) : resolve())));
+  } catch {
+    // the suite builds them itself
+  }
+}
 
 async function waitReady(docker: Docker, child: ChildProcess, log: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -148,7 +185,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
  * Start a private dockerd. bridge: true gives it its own Linux bridge (containers in bridge mode
  * reach the host at bridgeGateway); otherwise --bridge=none (host networking only).
  */
-export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: boolean; tls?: boolean } = {}): Promise<TestDockerd> {
+export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: boolean; tls?: boolean; seedImages?: boolean } = {}): Promise<TestDockerd> {
   const existing = process.env.JUPITER_TEST_DOCKER_HOST;
   if (existing && opts.useExisting !== false) {
     const socketPath = existing.replace(/^unix:\/\//, '');
@@ -184,6 +221,7 @@ export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: b
     throw e;
   }
   const { child, docker, socketPath } = started;
+  if (opts.seedImages !== false) await loadSeed(docker);
   return {
     socketPath,
     endpoint: { kind: 'socket', socketPath },
@@ -192,6 +230,7 @@ export async function startTestDockerd(opts: { bridge?: boolean; useExisting?: b
     storageDriver,
     tlsEndpoint,
     async stop() {
+      await saveSeed(docker).catch(() => undefined);
       try {
         const all = await docker.listContainers({ all: true });
         await Promise.all(all.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));

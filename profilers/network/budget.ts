@@ -2,7 +2,10 @@
 // `fraction` of that link's measured capacity, averaged over probe and pause. Pure functions;
 // the profiler (profiler.ts) asks them when to send the next probe and which sizes it can afford.
 // A link that slows down is re-fitted within a probe or two (window.ts, and the profiler's
-// immediate re-probes), and the budget follows the new fit.
+// immediate re-probes), and the budget follows the new fit. A fit held low by a slow sample of the
+// largest size (the host was busy) is re-probed soon on the other sizes' evidence (staleEvidence).
+
+import type { LinkSample } from './fit.js';
 
 export { DEFAULT_PROBE_BUDGET } from '../../config/types.js';
 
@@ -53,7 +56,62 @@ export function budgetSplit(sizes: number[], capacity: number, fraction: number,
   return { largestForced: forced, fraction: forced ? fraction * (1 - LARGEST_SHARE) : fraction };
 }
 
-/** Whether a forced probe of the largest size is due, `sinceMs` after its last probe. */
-export function largestDue(largest: number, capacity: number, fraction: number, sinceMs: number): boolean {
-  return sinceMs >= (largest / (fraction * LARGEST_SHARE * capacity)) * 1000;
+/**
+ * A fit held low also delays its own correction: the largest size's schedule is taken from the
+ * fit, and only the largest size can raise it. Seen in CI: both 1 MB bootstrap probes of a
+ * 30 Mbit/s link ran while the machine was loaded (1 MB in 1.15 s), the fit said 6.6 Mbit/s, and
+ * the next 1 MB probe was due after 248 s instead of 54 s, while the 100 KB probes every few
+ * seconds ran at 45 Mbit/s. So the other sizes' probes since the last probe of the largest are
+ * evidence: when one of them ran STALE_RATIO times faster than the fit's bandwidth, the largest
+ * size is scheduled from that probe's rate instead (at most MAX_BOOST times sooner).
+ * What keeps a link with a large token bucket (whose smaller probes pass partly or wholly in the
+ * burst, faster than the link) from drawing large probes at the evidence's pace:
+ *  - only sizes of at least 1/EVIDENCE_SPAN of the largest count (64 KB and up for 1 MB): the
+ *    smallest may pass wholly in the burst (a 10 KB probe on a 1 Mbit/s link with a 10 KB burst
+ *    runs at line rate), while a size x runs at most x / (x - burst) times the link's rate,
+ *    below STALE_RATIO while the burst is under half of x (latency only slows a probe);
+ *  - an early probe that finds the largest size no faster than CONFIRM_RATIO x the fit (or
+ *    fails) is a miss, and each miss doubles the early interval (largestMisses), up to the
+ *    regular one: where the evidence lies there are at most log2(MAX_BOOST) = 3 early probes,
+ *    then the regular schedule until the link changes (window.ts) or its agent restarts.
+ * So the budget holds on average: where the evidence is right the link is about as fast as it
+ * says (and the other sizes are still paced by the low fit's budget, a fraction of the true
+ * one); where it lies, a few extra probes once.
+ */
+export const STALE_RATIO = 2;
+export const EVIDENCE_SPAN = 16;
+export const MAX_BOOST = 8;
+export const CONFIRM_RATIO = 1.5;
+
+/**
+ * Rate (bytes/s) the link showed since the last probe of the largest size: the fastest probe of
+ * a size in [largest / EVIDENCE_SPAN, largest) newer than the newest sample of the largest; none
+ * before the largest was probed. Probes only: a real transfer's size is no probe size, and a
+ * timed-out probe is only a bound on its time.
+ */
+export function staleEvidence(samples: LinkSample[], largest: number): number | undefined {
+  const probes = samples.filter((s) => !s.transfer && !s.censored && s.seconds > 0);
+  const largestAt = Math.max(...probes.filter((s) => s.bytes === largest).map((s) => s.at));
+  if (!Number.isFinite(largestAt)) return undefined;
+  const rates = probes.filter((s) => s.at > largestAt && s.bytes < largest && s.bytes * EVIDENCE_SPAN >= largest).map((s) => s.bytes / s.seconds);
+  return rates.length > 0 ? Math.max(...rates) : undefined;
+}
+
+/**
+ * Whether a forced probe of the largest size is due, `sinceMs` after its last probe: on its
+ * regular schedule (a LARGEST_SHARE of the budget of `capacity`), or early when the `evidence`
+ * (staleEvidence) says the fit is stale, backed off by `misses` (largestMisses).
+ */
+export function largestDue(largest: number, capacity: number, fraction: number, sinceMs: number, evidence?: number, misses = 0): { due: boolean; early: boolean } {
+  const regularMs = (largest / (fraction * LARGEST_SHARE * capacity)) * 1000;
+  if (sinceMs >= regularMs) return { due: true, early: false };
+  if (evidence === undefined || evidence < STALE_RATIO * capacity) return { due: false, early: false };
+  const earlyMs = ((regularMs * capacity) / Math.min(evidence, MAX_BOOST * capacity)) * 2 ** misses;
+  const due = sinceMs >= earlyMs;
+  return { due, early: due };
+}
+
+/** Misses after an early probe of the largest size (`fit`: the fit's bandwidth it was drawn against): reset when it confirms the evidence. */
+export function largestMisses(misses: number, bytes: number, seconds: number, fit: number): number {
+  return seconds > 0 && bytes / seconds >= CONFIRM_RATIO * fit ? 0 : misses + 1;
 }

@@ -4,7 +4,9 @@
 // first so the first fit already spans the whole range); new peers get the same burst as soon
 // as they appear. Then continuously: one probe of a random size to every peer every `refreshMs`,
 // as DRUPE, stretched by the traffic budget (budget.ts: steady probes carry at most `budget` of
-// the link's capacity) and restricted to the sizes the budget affords at that pace. The fit uses
+// the link's capacity) and restricted to the sizes the budget affords at that pace; where that
+// excludes the largest size, it has a share of the budget on its own schedule, drawn early when the
+// other sizes show the fit stale (budget.ts largestDue, staleEvidence). The fit uses
 // the samples of the link's current regime only (window.ts): when a change is detected the list
 // is cut at the change (so restarts and other readers agree) and the link is re-probed at once.
 // Probes of one agent run one at a time, so an agent never competes with itself for its link, and
@@ -18,7 +20,7 @@ import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { LinkProfile } from '../../config/types.js';
 import type { AgentRegistration } from '../agent/registry.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, DEFAULT_PROBE_BUDGET, largestDue } from './budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, DEFAULT_PROBE_BUDGET, largestDue, largestMisses, staleEvidence } from './budget.js';
 import { fitLink, type LinkSample } from './fit.js';
 import { lockPair, unlockPair } from './pair-lock.js';
 import { probe, ProbeTimeoutError } from './probe-client.js';
@@ -60,6 +62,8 @@ interface Job {
   bytes: number;
   /** Steady-state probe (counted against the budget) rather than a bootstrap or re-probe. */
   steady: boolean;
+  /** A largest probe drawn early on the evidence that the fit is stale: the fit's bandwidth then. */
+  early?: number;
 }
 
 interface Peer {
@@ -77,6 +81,10 @@ interface Peer {
   heldUntil: number;
   /** End of the last probe of the largest size (ms since epoch; 0 = never). */
   largestAt: number;
+  /** Rate the other sizes showed since the last probe of the largest (budget.ts staleEvidence). */
+  evidence?: number;
+  /** Early largest probes in a row that found the fit right (budget.ts largestMisses). */
+  largestMisses: number;
   /** End of the newest real transfer (link-transfers) the fit has seen (ms since epoch). */
   transfersSeen: number;
 }
@@ -152,7 +160,7 @@ export class NetworkProfiler {
         known.reg = reg;
         continue;
       }
-      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0, largestAt: 0, transfersSeen: 0 });
+      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0, largestAt: 0, largestMisses: 0, transfersSeen: 0 });
       this.log(`peer ${reg.node} at ${reg.host}:${reg.port}: bootstrap probing`);
     }
     for (const name of [...this.peers.keys()]) if (!live.has(name)) this.peers.delete(name);
@@ -171,7 +179,7 @@ export class NetworkProfiler {
     let due = false;
     for (const peer of this.peers.values()) {
       if (peer.pending.length > 0 || now < peer.nextAt) continue;
-      peer.pending.push({ bytes: this.steadySize(peer, now), steady: true });
+      peer.pending.push(this.steadyJob(peer, now));
       due = true;
     }
     if (due) this.wake?.();
@@ -196,15 +204,18 @@ export class NetworkProfiler {
     }
   }
 
-  /** A steady probe's size: one the budget affords at the refresh pace, or the largest when due (budget.ts). */
-  private steadySize(peer: Peer, now: number): number {
+  /** A steady probe: a size the budget affords at the refresh pace, or the largest when due, maybe early (budget.ts). */
+  private steadyJob(peer: Peer, now: number): Job {
     const { sizes, budget, refreshMs } = this.opts;
-    if (peer.capacity === undefined) return sizes[Math.floor(Math.random() * sizes.length)]!;
+    if (peer.capacity === undefined) return { bytes: sizes[Math.floor(Math.random() * sizes.length)]!, steady: true };
     const split = budgetSplit(sizes, peer.capacity, budget, refreshMs);
     const largest = Math.max(...sizes);
-    if (split.largestForced && largestDue(largest, peer.capacity, budget, now - peer.largestAt)) return largest;
+    if (split.largestForced) {
+      const due = largestDue(largest, peer.capacity, budget, now - peer.largestAt, peer.evidence, peer.largestMisses);
+      if (due.due) return { bytes: largest, steady: true, ...(due.early ? { early: peer.capacity } : {}) };
+    }
     const ok = affordableSizes(sizes, peer.capacity, split.fraction, refreshMs);
-    return ok[Math.floor(Math.random() * ok.length)]!;
+    return { bytes: ok[Math.floor(Math.random() * ok.length)]!, steady: true };
   }
 
   /**
@@ -237,6 +248,7 @@ export class NetworkProfiler {
     peer.capacity = budgetCapacity(peer.fitBandwidth, job.bytes, seconds);
     const largest = job.bytes === Math.max(...this.opts.sizes);
     if (largest) peer.largestAt = end;
+    if (job.early !== undefined) peer.largestMisses = largestMisses(peer.largestMisses, job.bytes, seconds, job.early);
     const split = budgetSplit(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs);
     // A forced largest probe is paid for by its own schedule (largestDue), not by a pause.
     const pause = largest && split.largestForced ? 0 : budgetPauseMs(job.bytes, seconds, peer.capacity, split.fraction);
@@ -303,6 +315,8 @@ export class NetworkProfiler {
         await this.record(peer, { bytes, seconds, at: start + Math.round(seconds * 1000) });
       } catch (e) {
         this.stats.failures++;
+        // An early largest probe that failed found no faster link: a miss (budget.ts).
+        if (job.job.early !== undefined) peer.largestMisses++;
         if (this.running && this.peers.has(reg.node)) {
           this.log(`probe to ${reg.node} (${bytes} B) failed: ${(e as Error).message}`);
           if (e instanceof ProbeTimeoutError) {
@@ -345,6 +359,8 @@ export class NetworkProfiler {
       // so keeping its head keeps the transfers of the new regime (a transfer recorded meanwhile
       // may push the oldest of them out: one sample).
       this.stats.changes++;
+      // A new regime: whatever the early largest probes found of the old one no longer holds.
+      p.largestMisses = 0;
       this.log(`link to ${peer} changed (${win.direction}): fitting the ${win.samples.length} newest samples only`);
       const keptProbes = win.samples.filter((s) => !s.transfer);
       const keptTransfers = win.samples.length - keptProbes.length;
@@ -364,6 +380,7 @@ export class NetworkProfiler {
         this.wake?.();
       }
     }
+    p.evidence = staleEvidence(win.samples, Math.max(...this.opts.sizes));
     const fit = fitLink(win.samples);
     const sizes = new Set(win.samples.map((s) => s.bytes)).size;
     // The first fit waits for three sizes (bootstrap spans them at once); after a change, two do.

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fitLink, type LinkSample } from '../../profilers/network/fit.js';
 import { linkWindow } from '../../profilers/network/window.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, largestDue } from '../../profilers/network/budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, largestDue, largestMisses, MAX_BOOST, staleEvidence } from '../../profilers/network/budget.js';
 
 const KB = 1024;
 const MIB = 1024 * 1024;
@@ -175,13 +175,158 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     expect(split.fraction).to.be.closeTo(0.015, 1e-12);
     // every 4 of its full-budget cycles (55 s): at most a quarter of the budget
     const cycleMs = ((1000 * KB) / (0.02 * cap)) * 1000;
-    expect(largestDue(1000 * KB, cap, 0.02, 3.9 * cycleMs)).to.equal(false);
-    expect(largestDue(1000 * KB, cap, 0.02, 4 * cycleMs)).to.equal(true);
+    expect(largestDue(1000 * KB, cap, 0.02, 3.9 * cycleMs).due).to.equal(false);
+    expect(largestDue(1000 * KB, cap, 0.02, 4 * cycleMs)).to.deep.equal({ due: true, early: false });
     expect(4 * cycleMs).to.be.closeTo(55_000, 1_000);
     // the others at 3/4 of the budget: 10 and 100 KB keep a pace of a few seconds (a cut is seen soon)
     expect(affordableSizes(sizes, cap, split.fraction, 3000)).to.deep.equal([10 * KB, 100 * KB]);
     // a fast link affords the largest at the pace: no split
     expect(budgetSplit(sizes, 125e6, 0.02, 3000)).to.deep.equal({ largestForced: false, fraction: 0.02 });
+  });
+
+  // The testbed's profiler: sizes 10..1000 KB, 2 bootstrap rounds, a 3 s pace, a 2% budget.
+  const TB_SIZES = [10, 100, 500, 1000].map((k) => k * KB);
+  const L = 1000 * KB;
+  /** A tbf link of `rate` bytes/s whose first `burst` bytes pass at line rate. */
+  const bucket = (rate: number, burst: number) => (x: number) => 0.0005 + Math.max(0, x - burst) / rate;
+  /** Bootstrap as the profiler runs it (largest first, 2 rounds), `slow` stretching some sizes (a loaded host). */
+  function bootstrap(f: (x: number) => number, slow: (x: number) => number = () => 1): LinkSample[] {
+    let t = 0;
+    return [0, 1].flatMap(() => [...TB_SIZES].reverse().map((bytes) => {
+      const seconds = f(bytes) * slow(bytes);
+      t += seconds * 1000 + 150;
+      return { bytes, seconds, at: Math.round(t) };
+    }));
+  }
+  /**
+   * The profiler's steady probes of one link (steadyJob and pace in profiler.ts, with the window
+   * and the fit after each sample) for `durationMs` after the bootstrap; `truth(bytes, at)` times a probe.
+   */
+  function steadyRun(boot: LinkSample[], truth: (x: number, at: number) => number, durationMs: number) {
+    const rnd = prng(5);
+    let list = [...boot].reverse();
+    let largestAt = Math.max(...boot.filter((s) => s.bytes === L).map((s) => s.at));
+    let misses = 0;
+    let bytes = 0;
+    // The capped list may hold one size only for a while (a slow link affords 10 KB probes alone): the last fit stays, as in refit.
+    let cap = 0;
+    const end = boot.at(-1)!.at + durationMs;
+    const largest: Array<{ at: number; early: boolean; fitBefore: number; fitAfter: number }> = [];
+    for (let t = boot.at(-1)!.at + 3000; t < end; ) {
+      const w = linkWindow(list, { now: t, maxAgeMs: 20 * MIN });
+      list = w.samples;
+      cap = budgetCapacity(fitLink(list)?.bandwidthBytesPerSec ?? cap, 0, 0);
+      const split = budgetSplit(TB_SIZES, cap, 0.02, 3000);
+      const due = split.largestForced ? largestDue(L, cap, 0.02, t - largestAt, staleEvidence(list, L), misses) : { due: false, early: false };
+      const ok = affordableSizes(TB_SIZES, cap, split.fraction, 3000);
+      const size = due.due ? L : ok[Math.floor(rnd() * ok.length)]!;
+      const seconds = truth(size, t);
+      const done = t + Math.round(seconds * 1000);
+      list = [{ bytes: size, seconds, at: done }, ...list].slice(0, 50);
+      bytes += size;
+      if (due.early) misses = largestMisses(misses, size, seconds, cap);
+      if (size === L) {
+        largestAt = done;
+        largest.push({ at: t - boot.at(-1)!.at, early: due.early, fitBefore: cap, fitAfter: fitLink(linkWindow(list, { now: done, maxAgeMs: 20 * MIN }).samples)?.bandwidthBytesPerSec ?? cap });
+      }
+      const pause = size === L && split.largestForced ? 0 : budgetPauseMs(size, seconds, cap, split.fraction);
+      t = Math.max(t + 3000, done + pause);
+    }
+    return { largest, misses, bytes, fit: fitLink(list)?.bandwidthBytesPerSec ?? cap };
+  }
+  const mbit = (bps: number) => (bps * 8) / 1e6;
+
+  it('reproduces the CI flake: a fit held low by loaded bootstrap probes of the largest sizes schedules the largest from that low fit (248 s)', () => {
+    // 30 Mbit/s; the 100 KB probes pass partly in the bucket (45 Mbit/s, as CI saw); the bootstrap's
+    // 500 KB and 1 MB probes ran on a loaded host (1 MB in 1.15 s).
+    const link = bucket(3.75e6, 33 * KB);
+    expect(mbit((100 * KB) / link(100 * KB))).to.be.closeTo(45, 2);
+    const boot = bootstrap(link, (x) => (x >= 500 * KB ? 1.15 / link(L) : 1));
+    const fit = fitLink(boot)!.bandwidthBytesPerSec;
+    expect(mbit(fit)).to.be.below(8);
+    // From the fit alone (no evidence) the next 1 MB probe is due after ~4 minutes, not ~1.
+    expect(largestDue(L, fit, 0.02, 200_000).due).to.equal(false);
+    expect(largestDue(L, 3.75e6, 0.02, 60_000).due).to.equal(true);
+  });
+
+  it('evidence: the other sizes probed since the last largest probe, 1/16 of its size and up, never transfers or timeouts', () => {
+    const s = (bytes: number, seconds: number, at: number, extra: Partial<LinkSample> = {}): LinkSample => ({ bytes, seconds, at, ...extra });
+    expect(staleEvidence([s(100 * KB, 0.02, 5)], L)).to.equal(undefined); // the largest never probed
+    const list = [s(L, 1, 10), s(100 * KB, 0.01, 9), s(100 * KB, 0.02, 11), s(500 * KB, 1, 12), s(10 * KB, 0.0001, 13), s(100 * KB, 0.001, 14, { transfer: true }), s(100 * KB, 0.001, 15, { censored: true })];
+    expect(staleEvidence(list, L)).to.equal((100 * KB) / 0.02);
+    expect(staleEvidence([...list, s(L, 1, 20)], L)).to.equal(undefined);
+  });
+
+  it('early: evidence of a rate twice the fit or more schedules the largest from that rate (at most 8x sooner), doubled per miss up to the regular schedule', () => {
+    const cap = 825e3; // 6.6 Mbit/s
+    const regularMs = (L / (0.02 * 0.25 * cap)) * 1000;
+    expect(regularMs).to.be.closeTo(248_000, 1000);
+    // below twice the fit: no evidence of staleness
+    expect(largestDue(L, cap, 0.02, 100_000, 1.9 * cap)).to.deep.equal({ due: false, early: false });
+    // 45 Mbit/s: due after ~37 s instead of ~254 s
+    const e = 5.6e6;
+    expect(largestDue(L, cap, 0.02, 36_000, e).due).to.equal(false);
+    expect(largestDue(L, cap, 0.02, 38_000, e)).to.deep.equal({ due: true, early: true });
+    // capped at MAX_BOOST: never sooner than regular / 8
+    expect(largestDue(L, cap, 0.02, regularMs / MAX_BOOST - 100, 1e12).due).to.equal(false);
+    expect(largestDue(L, cap, 0.02, regularMs / MAX_BOOST + 100, 1e12).due).to.equal(true);
+    // each miss doubles: after 3 misses the 8x boost is spent
+    expect(largestDue(L, cap, 0.02, regularMs / 4 - 100, 1e12, 1).due).to.equal(false);
+    expect(largestDue(L, cap, 0.02, regularMs / 2 + 100, 1e12, 2).due).to.equal(true);
+    expect(largestDue(L, cap, 0.02, regularMs - 100, 1e12, 3).due).to.equal(false);
+    expect(largestDue(L, cap, 0.02, regularMs, 1e12, 3)).to.deep.equal({ due: true, early: false });
+    // a miss: the early probe found the fit right; a hit resets
+    expect(largestMisses(2, L, L / cap, cap)).to.equal(3);
+    expect(largestMisses(2, L, L / (2 * cap), cap)).to.equal(0);
+  });
+
+  it('the CI flake fixed: the 100 KB probes\' rate draws the 1 MB probe within ~40 s, and the fit is right after it', () => {
+    const link = bucket(3.75e6, 33 * KB);
+    const boot = bootstrap(link, (x) => (x >= 500 * KB ? 1.15 / link(L) : 1));
+    const run = steadyRun(boot, link, 150_000);
+    expect(run.largest[0]).to.include({ early: true });
+    expect(run.largest[0]!.at).to.be.below(45_000);
+    expect(mbit(run.largest[0]!.fitBefore)).to.be.below(8);
+    expect(mbit(run.largest[0]!.fitAfter) / 30).to.be.closeTo(1, 0.15);
+    expect(run.misses).to.equal(0);
+    // then the regular schedule of the true rate (every ~55 s), and the fit stays right
+    expect(run.largest.slice(1).every((p) => !p.early)).to.equal(true);
+    expect(mbit(run.fit) / 30).to.be.closeTo(1, 0.15);
+  });
+
+  it('the first early probe loaded too: the second, twice as late, still fixes the fit within the testbed\'s 150 s', () => {
+    const link = bucket(3.75e6, 33 * KB);
+    const boot = bootstrap(link, (x) => (x >= 500 * KB ? 1.15 / link(L) : 1));
+    const loadedUntil = boot.at(-1)!.at + 60_000;
+    const run = steadyRun(boot, (x, at) => (x === L && at < loadedUntil ? 1.15 : link(x)), 200_000);
+    expect(run.largest.slice(0, 2).map((p) => p.early)).to.deep.equal([true, true]);
+    expect(mbit(run.largest[0]!.fitAfter)).to.be.below(8);
+    expect(run.largest[1]!.at).to.be.below(130_000);
+    expect(mbit(run.largest[1]!.fitAfter) / 30).to.be.closeTo(1, 0.15);
+  });
+
+  it('a slow link with a bucket: a 1 Mbit/s link with a 10 KB burst draws no early 1 MB probes, and keeps its budget', () => {
+    const link = bucket(125e3, 10 * KB);
+    const hours = 3;
+    const run = steadyRun(bootstrap(link), link, hours * 3600_000);
+    expect(run.largest.filter((p) => p.early)).to.have.length(0);
+    expect(run.misses).to.equal(0);
+    // 1 MB every ~27 min (a quarter of the 2% budget), not every few seconds
+    expect(run.largest.length).to.be.within(5, 8);
+    // (the 10 KB burst makes the fit itself 1% fast: the budget is taken from the fit)
+    expect(run.bytes / (hours * 3600) / 125e3).to.be.at.most(0.02 * 1.02);
+  });
+
+  it('a bucket over half the 100 KB probe (evidence that lies, 8 Mbit/s with a 64 KB burst): at most 3 early probes, then the regular schedule; the budget holds on average', () => {
+    const link = bucket(1e6, 64 * KB);
+    expect((100 * KB) / link(100 * KB) / 1e6).to.be.above(2); // the 100 KB probes say the link is over twice as fast
+    const hours = 3;
+    const run = steadyRun(bootstrap(link), link, hours * 3600_000);
+    const early = run.largest.filter((p) => p.early);
+    expect(early.length).to.be.within(1, 3);
+    expect(run.misses).to.equal(early.length);
+    expect(run.largest.slice(early.length + 1).every((p) => !p.early)).to.equal(true);
+    expect(run.bytes / (hours * 3600) / 1e6).to.be.at.most(0.02 * 1.05);
   });
 });
 

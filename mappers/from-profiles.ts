@@ -22,7 +22,8 @@
 //   cores, the invocation costs up to the node's taskCpuSec (a no-op task's CPU through the real
 //   runner): the share of the app's widest level (dag-width.ts) the cores cannot hold queues.
 // - Hosts: a node's resources name its machine (`host`) and cores; nodes on one machine share
-//   them (Problem.hostCores).
+//   them (Problem.hostCores). A node's own CPU limit (`cpuLimit`: declared, else its cgroup's)
+//   becomes its `cpus` (mappers/cpu-quota.ts).
 // - Home hops, when the profile measured any home link or overhead: the entry tasks receive
 //   `sourceBytes` from the home, the tasks listing `home` as a child send it their share of their
 //   output; over the profiled home <-> node links (missing: defaultLink).
@@ -126,6 +127,7 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
       if (cpu !== undefined && Number.isFinite(cpu) && cpu >= 0) node.cpuPercent = cpu;
       if (mem !== undefined && Number.isFinite(mem) && mem >= 0) node.memPercent = mem;
       if (r?.host) node.host = r.host;
+      if (r?.cpuLimit !== undefined && Number.isFinite(r.cpuLimit) && r.cpuLimit > 0) node.cpus = r.cpuLimit;
       return node;
     }),
     exec,

@@ -39,6 +39,13 @@ export interface ProblemNode {
    * many of their tasks run at once (the embedded default's logical nodes all share one machine).
    */
   host?: string;
+  /**
+   * The node's own CPU capacity in cores, may be fractional (a CFS quota: the testbed's 0.5-CPU edge
+   * hosts). Below 1, its tasks share that much CPU: one alone runs at its execution time while the
+   * quota lasts, tasks of one item that want more are stretched (mappers/cpu-quota.ts). Missing or
+   * >= 1: not limited beyond running one task at a time.
+   */
+  cpus?: number;
 }
 
 export interface ProblemEdge {
@@ -101,6 +108,8 @@ export interface Problem {
    * without a host, is not limited beyond its own node.
    */
   hostCores?: Record<string, number>;
+  /** CFS period of the nodes' CPU quotas (`nodes[].cpus`), seconds; default 0.1 (the kernel's and Docker's). */
+  cpuPeriodSec?: number;
 }
 
 const linkModelSchema = {
@@ -159,6 +168,7 @@ export const problemSchema = {
           cpuPercent: { type: 'number', minimum: 0 },
           memPercent: { type: 'number', minimum: 0 },
           host: { type: 'string', minLength: 1 },
+          cpus: { type: 'number', exclusiveMinimum: 0 },
         },
       },
     },
@@ -180,6 +190,7 @@ export const problemSchema = {
     invokeOverheadSec: perNodeSeconds,
     hopOverheadSec: perNodeSeconds,
     hostCores: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 } },
+    cpuPeriodSec: { type: 'number', exclusiveMinimum: 0 },
     home: {
       type: 'object',
       required: ['sources', 'sinks'],

@@ -23,7 +23,11 @@ export function testbedClusterConfig(state: TestbedState): ClusterConfigFile {
     profiling: TESTBED_PROFILER,
     nodes: state.hosts.map((h) => (h.name === HOME
       ? { name: h.name, host: h.addr }
-      : { name: h.name, host: h.addr, docker: `unix://${h.engine!.socket}`, agent: `${h.addr}:${AGENT_PORT}` })),
+      : {
+        name: h.name, host: h.addr, docker: `unix://${h.engine!.socket}`, agent: `${h.addr}:${AGENT_PORT}`,
+        // The host's quota is its engine's parent cgroup, which its containers cannot see.
+        ...(h.cpus !== undefined ? { cpus: h.cpus } : {}),
+      })),
   };
 }
 

@@ -165,7 +165,7 @@ async function runOne(app: string, mapper: string, path: string, state: TestbedS
 interface Results {
   rows: Row[];
   dag?: DagRow[];
-  profile?: { overheads: unknown; homeLinks: unknown };
+  profile?: { overheads: unknown; homeLinks: unknown; cpuLimits?: unknown };
   testbedUpSec?: number;
 }
 
@@ -186,7 +186,10 @@ async function testbedPart(tbDir: string, work: string, out: Results, load: numb
       await sleep(1000);
     }
     const snap = await readProfiles(redis);
-    out.profile = { overheads: snap.overheads, homeLinks: snap.homeLinks };
+    // Each node's CPU limit as the mappers see it (declared by the testbed, else the agent's cgroup).
+    const cpuLimits = Object.fromEntries(snap.nodes.map((n) => [n.node, n.cpuLimit === undefined ? null : { cpus: n.cpuLimit, from: n.cpuLimitFrom }]));
+    out.profile = { overheads: snap.overheads, homeLinks: snap.homeLinks, cpuLimits };
+    log(`  CPU limits: ${Object.entries(cpuLimits).map(([n, l]) => `${n} ${l ? `${l.cpus} (${l.from})` : '-'}`).join(', ')}`);
     log(`  control costs per node (ms, hop / invocation): ${(snap.overheads ?? []).map((o) => `${o.node} ${(o.hopSec * 1000).toFixed(1)} / ${(o.invokeSec * 1000).toFixed(1)}`).join(', ')}`);
     for (const app of APPS) {
       for (const path of PATHS) {

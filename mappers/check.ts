@@ -38,7 +38,7 @@ export function checkSchedule(problem: Problem, result: Pick<MapResult, 'schedul
     if (w === Infinity) errors.push(`${what}: cannot run on ${s.node}`);
     else if ((cp.cpuCap[p] as number) > 0) {
       // A node with a CPU quota: from its execution time (alone) to its CPU at the quota's rate.
-      const most = (cp.work[t * cp.P + p] as number) / (cp.cpuCap[p] as number);
+      const most = ((cp.work[t * cp.P + p] as number) + (cp.cpuExtra[p] as number)) / (cp.cpuCap[p] as number);
       const d = s.finish - s.start;
       if (d + eps < w || d > most + eps) errors.push(`${what}: lasts ${d}s but on ${s.node} (${cp.cpuCap[p]} CPU) it takes ${w}s to ${most}s`);
     } else if (Math.abs(s.finish - s.start - w) > eps) errors.push(`${what}: lasts ${s.finish - s.start}s but its execution time on ${s.node} is ${w}s`);

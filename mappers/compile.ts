@@ -62,6 +62,8 @@ export interface Compiled {
    * the CPU-seconds exec[t*P+p] stands for there (= exec elsewhere). Q = how many nodes are limited.
    */
   Q: number;
+  /** CPU-seconds each task takes from its node's quota outside its execution time (Problem.runnerCpuSec). */
+  cpuExtra: Float64Array;
   cpuCap: Float64Array;
   cpuBurst: Float64Array;
   work: Float64Array;
@@ -300,6 +302,7 @@ export function compile(problem: Problem): Compiled {
   const cpuCap = new Float64Array(P);
   const cpuBurst = new Float64Array(P);
   const work = exec.slice();
+  const cpuExtra = Float64Array.from(nodeNames, (n) => problem.runnerCpuSec?.[n] ?? 0);
   const period = problem.cpuPeriodSec ?? DEFAULT_CPU_PERIOD_SEC;
   let Q = 0;
   problem.nodes.forEach((n, p) => {
@@ -320,7 +323,7 @@ export function compile(problem: Problem): Compiled {
     linkA, linkB, linkC, meanA: sa / pairs, meanB: sb / pairs, meanC: sc / pairs,
     topo, topoPos, srcReady, sinkCost, meanSrc, meanSink, cpu, mem,
     H: caps.length, hostOf, hostCap: Int32Array.from(caps),
-    Q, cpuCap, cpuBurst, work,
+    Q, cpuExtra, cpuCap, cpuBurst, work,
   };
   cache.set(problem, cp);
   return cp;

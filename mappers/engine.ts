@@ -149,7 +149,8 @@ export function durationAt(st: ListState, p: number, start: number, dur: number)
   const c = cp.cpuCap[p] as number;
   if (c === 0 || dur === Infinity) return dur;
   const burst = cp.cpuBurst[p] as number;
-  return quotaDuration(workOf(dur, c, burst), tokensAt(st.busyStart[p] as number[], st.busyFinish[p] as number[], start, c, burst), c);
+  const extra = cp.cpuExtra[p] as number;
+  return quotaDuration(workOf(dur, c, burst), tokensAt(st.busyStart[p] as number[], st.busyFinish[p] as number[], start, c, burst, extra), c);
 }
 
 /** findSlotShared on a node limited by its own CPU capacity: gaps must hold the task as long as the quota makes it last. */
@@ -160,14 +161,15 @@ function findSlotQuota(st: ListState, p: number, ready: number, dur: number): nu
   const ns = st.busyStart[p] as number[];
   const nf = st.busyFinish[p] as number[];
   const work = workOf(dur, c, burst);
-  let t = quotaSlot(ns, nf, ready, work, c, burst);
+  const extra = cp.cpuExtra[p] as number;
+  let t = quotaSlot(ns, nf, ready, work, c, burst, extra);
   const h = cp.hostOf[p] as number;
   if (h < 0) return t;
   for (;;) {
-    const d = quotaDuration(work, tokensAt(ns, nf, t, c, burst), c);
+    const d = quotaDuration(work, tokensAt(ns, nf, t, c, burst, extra), c);
     const u = hostBlocked(st.hostStart[h] as number[], st.hostFinish[h] as number[], cp.hostCap[h] as number, t, d);
     if (u < 0) return t;
-    t = quotaSlot(ns, nf, u, work, c, burst);
+    t = quotaSlot(ns, nf, u, work, c, burst, extra);
   }
 }
 

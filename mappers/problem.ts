@@ -108,6 +108,11 @@ export interface Problem {
    * without a host, is not limited beyond its own node.
    */
   hostCores?: Record<string, number>;
+  /**
+   * CPU a task costs its node outside its execution time, seconds (the runner taking its inputs,
+   * invoking, committing its outputs): charged to the node's CPU quota only (`nodes[].cpus` < 1).
+   */
+  runnerCpuSec?: Record<string, number>;
   /** CFS period of the nodes' CPU quotas (`nodes[].cpus`), seconds; default 0.1 (the kernel's and Docker's). */
   cpuPeriodSec?: number;
 }
@@ -189,6 +194,7 @@ export const problemSchema = {
     entryNodes: { type: 'object', additionalProperties: { type: 'string' } },
     invokeOverheadSec: perNodeSeconds,
     hopOverheadSec: perNodeSeconds,
+    runnerCpuSec: perNodeSeconds,
     hostCores: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 } },
     cpuPeriodSec: { type: 'number', exclusiveMinimum: 0 },
     home: {
@@ -278,7 +284,7 @@ export function problemErrors(value: unknown): string[] {
     if (!tasks.has(t)) errors.push(`/entryNodes/${t}: unknown task "${t}"`);
     if (!nodes.has(n)) errors.push(`/entryNodes/${t}: unknown node "${n}"`);
   }
-  for (const field of ['invokeOverheadSec', 'hopOverheadSec'] as const) {
+  for (const field of ['invokeOverheadSec', 'hopOverheadSec', 'runnerCpuSec'] as const) {
     for (const n of Object.keys(p[field] ?? {})) if (!nodes.has(n)) errors.push(`/${field}/${n}: unknown node "${n}"`);
   }
   const hosts = new Set(p.nodes.map((n) => n.host).filter((h): h is string => h !== undefined));

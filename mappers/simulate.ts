@@ -81,16 +81,17 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
           const c = cp.cpuCap[p] as number;
           const burst = cp.cpuBurst[p] as number;
           const work = cp.work[t * P + p] as number;
+          const extra = cp.cpuExtra[p] as number;
           const ns = bs[p] as number[];
           const nf = bf[p] as number[];
-          s = quotaSlot(ns, nf, inputsReady(nodeOf, t), work, c, burst);
-          w = quotaDuration(work, tokensAt(ns, nf, s, c, burst), c);
+          s = quotaSlot(ns, nf, inputsReady(nodeOf, t), work, c, burst, extra);
+          w = quotaDuration(work, tokensAt(ns, nf, s, c, burst, extra), c);
           if (h >= 0) {
             for (;;) {
               const u = hostBlocked(hs[h] as number[], hf[h] as number[], cp.hostCap[h] as number, s, w);
               if (u < 0) break;
-              s = quotaSlot(ns, nf, u, work, c, burst);
-              w = quotaDuration(work, tokensAt(ns, nf, s, c, burst), c);
+              s = quotaSlot(ns, nf, u, work, c, burst, extra);
+              w = quotaDuration(work, tokensAt(ns, nf, s, c, burst, extra), c);
             }
             (hs[h] as number[]).push(s);
             (hf[h] as number[]).push(s + w);
@@ -157,7 +158,7 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
       let f = bsv + (cp.exec[bt * P + p] as number);
       const c = cp.cpuCap[p] as number;
       if (c > 0) {
-        const k = refill(tokens[p] as number, bsv - (nodeFree[p] as number), c, cp.cpuBurst[p] as number);
+        const k = refill(tokens[p] as number, bsv - (nodeFree[p] as number), c, cp.cpuBurst[p] as number) - (cp.cpuExtra[p] as number);
         f = bsv + quotaDuration(cp.work[bt * P + p] as number, k, c);
         tokens[p] = drain(k, f - bsv, c);
       }

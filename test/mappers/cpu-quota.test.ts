@@ -96,6 +96,21 @@ describe('mappers: a node\'s own CPU capacity (cpus)', () => {
     expect(checkSchedule(p, bad).errors.join('\n')).to.match(/t1: lasts 0\.03s but on a \(0\.5 CPU\) it takes 0\.04s to 0\.08s/);
   });
 
+  it('the runner\'s CPU per task (runnerCpuSec) comes out of the quota too: short, it is waited for at the quota\'s rate', () => {
+    const p = { ...chain(3, 0.5), runnerCpuSec: { a: ms(20) } };
+    for (const policy of ['non-delay', 'insertion'] as const) {
+      // 50 - 20 = 30 -> t1 40 ms -> 10; t2: 10 - 20 = -10: (40 + 10) / 0.5 = 100 ms -> 0; t3: -20: 120 ms.
+      const r = simulate(p, allOnA(3), { policy });
+      expect(r.makespan, policy).to.be.closeTo(ms(40 + 100 + 120), 1e-9);
+      expect(checkSchedule(p, r).errors, policy).to.deep.equal([]);
+      const cp = compile(p);
+      expect(makeEvaluator(cp, policy)(mappingToIndices(cp, allOnA(3))), policy).to.be.closeTo(r.makespan, 1e-12);
+    }
+    // Not charged on a node without a quota.
+    expect(simulate({ ...chain(3), runnerCpuSec: { a: ms(20) } }, allOnA(3)).makespan).to.be.closeTo(ms(120), 1e-12);
+    expect(problemErrors({ ...p, runnerCpuSec: { z: 1 } }).join('\n')).to.match(/\/runnerCpuSec\/z: unknown node "z"/);
+  });
+
   it('validates cpus and cpuPeriodSec', () => {
     expect(problemErrors({ ...chain(2), nodes: [{ name: 'a', cpus: 0 }, { name: 'b' }] }).join('\n')).to.match(/\/nodes\/0\/cpus: must be > 0/);
     expect(problemErrors({ ...chain(2), cpuPeriodSec: -1 }).join('\n')).to.match(/\/cpuPeriodSec: must be > 0/);
@@ -103,7 +118,7 @@ describe('mappers: a node\'s own CPU capacity (cpus)', () => {
     expect(simulate({ ...chain(4, 0.5), cpuPeriodSec: 0.2 }, allOnA(4)).makespan).to.be.closeTo(ms(160), 1e-12);
   });
 
-  it('problemFromProfiles: a node\'s cpuLimit (declared or its cgroup\'s) becomes its cpus', async () => {
+  it('problemFromProfiles: a node\'s cpuLimit (declared or its cgroup\'s) becomes its cpus; control costs pooled per machine', async () => {
     const app = await loadApp('apps/dummy');
     const now = Date.now();
     const res = (node: string, cpuLimit?: number) => ({
@@ -113,6 +128,15 @@ describe('mappers: a node\'s own CPU capacity (cpus)', () => {
     const snap: ProfileSnapshot = { takenAt: now, nodes: [res('edge1', 0.5), res('cloud1', 2), res('other')], links: [], exec: [] };
     const p = problemFromProfiles(app, snap, { nodes: ['edge1', 'cloud1', 'other'] });
     expect(p.nodes.map((n) => [n.name, n.cpus])).to.deep.equal([['edge1', 0.5], ['cloud1', 2], ['other', undefined]]);
+    // Control costs: nodes of one machine get its nodes' median; the quota node pays the runner's CPU beyond the invocation.
+    const oh = (node: string, hopSec: number, invokeSec: number, taskCpuSec: number) => ({ node, hopSec, invokeSec, taskCpuSec, samples: 21, updatedAt: now });
+    const q = problemFromProfiles(app, { ...snap, overheads: [oh('edge1', 0.004, 0.001, 0.02), oh('cloud1', 0.02, 0.003, 0.03), oh('other', 0.018, 0.002, 0.025)] }, { nodes: ['edge1', 'cloud1', 'other'] });
+    expect(q.hopOverheadSec).to.deep.equal({ edge1: 0.018, cloud1: 0.018, other: 0.018 });
+    expect(q.invokeOverheadSec!.edge1).to.be.closeTo(0.002 + (1 / 3) * (0.025 - 0.002), 1e-12); // 3 nodes on 2 cores: a third queues
+    expect(Object.keys(q.runnerCpuSec!)).to.deep.equal(['edge1']);
+    expect(q.runnerCpuSec!.edge1).to.be.closeTo(0.025 - q.invokeOverheadSec!.edge1!, 1e-12);
+    const alone = problemFromProfiles(app, { ...snap, nodes: [res('edge1', 0.5), { ...res('cloud1', 2), host: 'other-box' }, { ...res('other'), host: 'third' }], overheads: [oh('edge1', 0.004, 0.001, 0.02), oh('cloud1', 0.02, 0.003, 0.03), oh('other', 0.018, 0.002, 0.025)] }, { nodes: ['edge1', 'cloud1', 'other'] });
+    expect(alone.hopOverheadSec).to.deep.equal({ edge1: 0.004, cloud1: 0.02, other: 0.018 });
   });
 
   it('cgroupCpuLimit: the smallest quota from the process\'s cgroup up to the root, among the folders it can see', () => {

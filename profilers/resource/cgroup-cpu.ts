@@ -3,8 +3,10 @@
 // /proc/self/cgroup up to the root. A process on a machine (a systemd slice with CPUQuota, a pod)
 // sees the whole chain. A container sees only its own cgroup: its /sys/fs/cgroup is its own folder
 // (the path in /proc/self/cgroup names folders that do not exist there), so a quota set on a parent
-// (the testbed's hosts, dockerd --cgroup-parent) is invisible from inside — the configuration
-// declares those (nodes[].cpus), and a declared value wins over this one.
+// (the testbed's hosts, dockerd --cgroup-parent) is invisible from inside, and what it can read is
+// its own limit per container (docker.cpus), not the node's: then it reports none. The
+// configuration declares those (nodes[].cpus), and a declared value wins over this one. (With a
+// private cgroup namespace, v2's default, a container's path is "/" and its own limit counts.)
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -26,6 +28,10 @@ function upward(path: string): string[] {
   const out: string[] = [];
   for (let i = parts.length; i >= 0; i--) out.push(`/${parts.slice(0, i).join('/')}`);
   return out;
+}
+
+function visible(read: ReadText, dir: string, v2: boolean): boolean {
+  return tryRead(read, join(dir, v2 ? 'cgroup.controllers' : 'cpu.cfs_period_us')) !== undefined;
 }
 
 /** One level's limit in cores; undefined when it has none (or no files). */
@@ -61,6 +67,9 @@ export function cgroupCpuLimit(read: ReadText = readText, root = '/sys/fs/cgroup
     if (!v2 && !controllers.split(',').includes('cpu')) continue;
     const mounts = v2 ? [root] : [join(root, 'cpu'), join(root, 'cpu,cpuacct'), join(root, 'cpuacct,cpu')];
     for (const mount of mounts) {
+      // Its own folder not there: a container, whose mount root is its own cgroup (a limit per
+      // container, e.g. docker.cpus, not the node's): nothing to say about the node.
+      if (path !== '/' && !visible(read, join(mount, path), v2)) continue;
       for (const p of upward(path)) take(levelLimit(read, join(mount, p), v2));
     }
   }

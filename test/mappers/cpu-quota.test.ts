@@ -152,14 +152,15 @@ describe('mappers: a node\'s own CPU capacity (cpus)', () => {
       '/cg/cpu,cpuacct/jtb1-edge4/cpu.cfs_quota_us': '50000\n', '/cg/cpu,cpuacct/jtb1-edge4/cpu.cfs_period_us': '100000\n',
       '/cg/cpu,cpuacct/cpu.cfs_quota_us': '-1\n', '/cg/cpu,cpuacct/cpu.cfs_period_us': '100000\n',
     }), '/cg')).to.equal(0.5);
-    // Inside a container (v1): only its own folder, mounted at the root, is visible.
+    // Inside a container (v1): only its own folder, mounted at the root, is visible: its limit is
+    // the container's (docker.cpus), not the node's, so none.
     expect(cgroupCpuLimit(fs({
       '/proc/self/cgroup': '1:cpu:/jtb1-fog1/abc\n',
       '/cg/cpu/cpu.cfs_quota_us': '50000', '/cg/cpu/cpu.cfs_period_us': '100000',
-    }), '/cg')).to.equal(0.5);
+    }), '/cg')).to.equal(undefined);
     // v2: cpu.max up the tree; "max" is no limit.
     expect(cgroupCpuLimit(fs({
-      '/proc/self/cgroup': '0::/a/b\n', '/cg/a/b/cpu.max': 'max 100000\n', '/cg/a/cpu.max': '150000 100000\n',
+      '/proc/self/cgroup': '0::/a/b\n', '/cg/a/b/cgroup.controllers': 'cpu\n', '/cg/a/b/cpu.max': 'max 100000\n', '/cg/a/cpu.max': '150000 100000\n',
     }), '/cg')).to.equal(1.5);
     expect(cgroupCpuLimit(fs({ '/proc/self/cgroup': '0::/\n' }), '/cg')).to.equal(undefined);
     expect(cgroupCpuLimit(fs({}), '/cg')).to.equal(undefined);

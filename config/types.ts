@@ -84,6 +84,12 @@ export interface NodeConfig {
   agentOnEngine?: boolean;
   /** Where this node's agent listens for probes: host:port. */
   agent?: { host: string; port: number };
+  /**
+   * CPUs the node may use (cores, may be fractional), when less than its machine has: a quota the
+   * node's own processes cannot see (a parent cgroup, a VM's share). Its agent publishes it in its
+   * resource profile, in place of what it can read from its own cgroup.
+   */
+  cpus?: number;
 }
 
 export type RuntimeName = 'process' | 'docker';
@@ -156,10 +162,19 @@ export interface NodeResources {
   memMean: number;
   cores: number;
   /**
-   * The machine the node runs on (its kernel's boot id, profilers/resource/machine.ts): nodes on one
+   * The machine the node runs on (its kernel's boot id, circe/runtime/machine.ts): nodes on one
    * machine share its cores, containers and namespaces included.
    */
   host?: string;
+  /**
+   * CPUs this node may use, in cores, may be fractional (a CPU quota below the machine's cores):
+   * declared in the cluster configuration (nodes[].cpus) or read by the agent from its cgroup
+   * (profilers/resource/cgroup-cpu.ts). Missing: no limit known. The mappers charge it
+   * (Problem.nodes[].cpus).
+   */
+  cpuLimit?: number;
+  /** Where cpuLimit came from: the configuration, or the agent's cgroup (in a container only its own is visible). */
+  cpuLimitFrom?: 'declared' | 'cgroup';
   load1: number;
   freeMemBytes: number;
   /** ms since epoch */

@@ -1,5 +1,6 @@
 // Validity checker for schedules: every task scheduled once on a node that can run it for exactly
-// its execution time, every input present before the start (from the predecessor's primary copy
+// its execution time (on a node with a CPU quota, Problem.nodes[].cpus < 1: at least that, at most
+// its CPU at the quota's rate), every input present before the start (from the predecessor's primary copy
 // or any duplicate of it, plus the transfer time between their nodes), no two slots overlapping
 // on a node, and the makespan equal to the last finish (plus its sink hop home, when the problem
 // has home hops; inputs from the home arrive after the source hop), no more tasks at once on a
@@ -35,7 +36,12 @@ export function checkSchedule(problem: Problem, result: Pick<MapResult, 'schedul
     if (p === undefined) return void errors.push(`${what}: unknown node "${s.node}"`);
     const w = cp.exec[t * cp.P + p] as number;
     if (w === Infinity) errors.push(`${what}: cannot run on ${s.node}`);
-    else if (Math.abs(s.finish - s.start - w) > eps) errors.push(`${what}: lasts ${s.finish - s.start}s but its execution time on ${s.node} is ${w}s`);
+    else if ((cp.cpuCap[p] as number) > 0) {
+      // A node with a CPU quota: from its execution time (alone) to its CPU at the quota's rate.
+      const most = ((cp.work[t * cp.P + p] as number) + (cp.cpuExtra[p] as number)) / (cp.cpuCap[p] as number);
+      const d = s.finish - s.start;
+      if (d + eps < w || d > most + eps) errors.push(`${what}: lasts ${d}s but on ${s.node} (${cp.cpuCap[p]} CPU) it takes ${w}s to ${most}s`);
+    } else if (Math.abs(s.finish - s.start - w) > eps) errors.push(`${what}: lasts ${s.finish - s.start}s but its execution time on ${s.node} is ${w}s`);
     if (s.start < -eps) errors.push(`${what}: starts before 0`);
     const list = byNode.get(s.node) ?? [];
     list.push({ what, start: s.start, finish: s.finish });

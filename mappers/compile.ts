@@ -1,6 +1,7 @@
 // Index a Problem into flat typed arrays once, so the algorithms' hot loops do no lookups by name.
 import type { Problem } from './problem.js';
 import { quadraticOf } from './problem.js';
+import { DEFAULT_CPU_PERIOD_SEC, workOf } from './cpu-quota.js';
 
 export interface Compiled {
   problem: Problem;
@@ -55,6 +56,17 @@ export interface Compiled {
   H: number;
   hostOf: Int32Array;
   hostCap: Int32Array;
+  /**
+   * Nodes limited by their own CPU capacity (Problem.nodes[].cpus < 1, cpu-quota.ts): cpuCap[p] =
+   * its cores, 0 when not limited; cpuBurst[p] = its quota per period (CPU-seconds); work[t*P+p] =
+   * the CPU-seconds exec[t*P+p] stands for there (= exec elsewhere). Q = how many nodes are limited.
+   */
+  Q: number;
+  /** CPU-seconds each task takes from its node's quota outside its execution time (Problem.runnerCpuSec). */
+  cpuExtra: Float64Array;
+  cpuCap: Float64Array;
+  cpuBurst: Float64Array;
+  work: Float64Array;
 }
 
 const cache = new WeakMap<Problem, Compiled>();
@@ -287,12 +299,31 @@ export function compile(problem: Problem): Compiled {
     caps.push(Math.max(1, Math.floor(cores)));
   }
 
+  const cpuCap = new Float64Array(P);
+  const cpuBurst = new Float64Array(P);
+  const work = exec.slice();
+  const cpuExtra = Float64Array.from(nodeNames, (n) => problem.runnerCpuSec?.[n] ?? 0);
+  const period = problem.cpuPeriodSec ?? DEFAULT_CPU_PERIOD_SEC;
+  let Q = 0;
+  problem.nodes.forEach((n, p) => {
+    const c = n.cpus;
+    if (c === undefined || !(c > 0) || c >= 1) return;
+    Q++;
+    cpuCap[p] = c;
+    cpuBurst[p] = c * period;
+    for (let t = 0; t < T; t++) {
+      const w = exec[t * P + p] as number;
+      if (w !== Infinity) work[t * P + p] = workOf(w, c, c * period);
+    }
+  });
+
   const cp: Compiled = {
     problem, T, P, taskNames, nodeNames, taskIndex, nodeIndex, exec, meanExec,
     predStart, predTask, predBytes, succStart, succTask, succBytes,
     linkA, linkB, linkC, meanA: sa / pairs, meanB: sb / pairs, meanC: sc / pairs,
     topo, topoPos, srcReady, sinkCost, meanSrc, meanSink, cpu, mem,
     H: caps.length, hostOf, hostCap: Int32Array.from(caps),
+    Q, cpuExtra, cpuCap, cpuBurst, work,
   };
   cache.set(problem, cp);
   return cp;

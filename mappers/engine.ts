@@ -2,6 +2,7 @@
 // data-ready times that understand duplicated tasks, and conversion to a MapResult.
 import type { Compiled } from './compile.js';
 import { comm } from './compile.js';
+import { quotaDuration, quotaSlot, tokensAt, workOf } from './cpu-quota.js';
 import type { MapResult, Slot } from './result.js';
 
 export interface Copy {
@@ -138,7 +139,42 @@ export function findSlotShared(st: ListState, p: number, ready: number, dur: num
   }
 }
 
+/**
+ * How long a task of profiled time `dur` lasts when it starts at `start` on node p: `dur`, except on
+ * a node limited by its own CPU capacity, where the tasks already there before `start` may have
+ * used up its quota (cpu-quota.ts).
+ */
+export function durationAt(st: ListState, p: number, start: number, dur: number): number {
+  const cp = st.cp;
+  const c = cp.cpuCap[p] as number;
+  if (c === 0 || dur === Infinity) return dur;
+  const burst = cp.cpuBurst[p] as number;
+  const extra = cp.cpuExtra[p] as number;
+  return quotaDuration(workOf(dur, c, burst), tokensAt(st.busyStart[p] as number[], st.busyFinish[p] as number[], start, c, burst, extra), c);
+}
+
+/** findSlotShared on a node limited by its own CPU capacity: gaps must hold the task as long as the quota makes it last. */
+function findSlotQuota(st: ListState, p: number, ready: number, dur: number): number {
+  const cp = st.cp;
+  const c = cp.cpuCap[p] as number;
+  const burst = cp.cpuBurst[p] as number;
+  const ns = st.busyStart[p] as number[];
+  const nf = st.busyFinish[p] as number[];
+  const work = workOf(dur, c, burst);
+  const extra = cp.cpuExtra[p] as number;
+  let t = quotaSlot(ns, nf, ready, work, c, burst, extra);
+  const h = cp.hostOf[p] as number;
+  if (h < 0) return t;
+  for (;;) {
+    const d = quotaDuration(work, tokensAt(ns, nf, t, c, burst, extra), c);
+    const u = hostBlocked(st.hostStart[h] as number[], st.hostFinish[h] as number[], cp.hostCap[h] as number, t, d);
+    if (u < 0) return t;
+    t = quotaSlot(ns, nf, u, work, c, burst, extra);
+  }
+}
+
 export function findSlot(st: ListState, p: number, ready: number, dur: number): number {
+  if (st.cp.Q > 0 && (st.cp.cpuCap[p] as number) > 0 && dur !== Infinity) return findSlotQuota(st, p, ready, dur);
   if (st.cp.H > 0) return findSlotShared(st, p, ready, dur);
   return findSlotIn(st.busyStart[p] as number[], st.busyFinish[p] as number[], ready, dur);
 }
@@ -160,7 +196,7 @@ export function occupy(starts: number[], finishes: number[], start: number, fini
 }
 
 export function place(st: ListState, t: number, p: number, start: number): void {
-  const finish = start + (st.cp.exec[t * st.cp.P + p] as number);
+  const finish = start + durationAt(st, p, start, st.cp.exec[t * st.cp.P + p] as number);
   st.node[t] = p;
   st.start[t] = start;
   st.finish[t] = finish;
@@ -181,7 +217,7 @@ export function bestEft(st: ListState, t: number, allowed?: (p: number) => boole
     const w = cp.exec[t * cp.P + p] as number;
     if (w === Infinity || (allowed && !allowed(p))) continue;
     const s = findSlot(st, p, dataReady(st, t, p), w);
-    const f = s + w;
+    const f = s + durationAt(st, p, s, w);
     if (f + (cp.sinkCost[t * cp.P + p] as number) < bf + (bp < 0 ? 0 : (cp.sinkCost[t * cp.P + bp] as number))) {
       bp = p;
       bs = s;

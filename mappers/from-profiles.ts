@@ -21,13 +21,16 @@
 //   invokeOverheadSec, its hopSec its hopOverheadSec; on a machine more nodes share than it has
 //   cores, the invocation costs up to the node's taskCpuSec (a no-op task's CPU through the real
 //   runner): the share of the app's widest level (dag-width.ts) the cores cannot hold queues.
+//   Nodes on one machine get the median of its nodes' costs (pooledByMachine). A node with a CPU
+//   limit below 1 pays taskCpuSec beyond its invocation from its quota (runnerCpuSec).
 // - Hosts: a node's resources name its machine (`host`) and cores; nodes on one machine share
-//   them (Problem.hostCores).
+//   them (Problem.hostCores). A node's own CPU limit (`cpuLimit`: declared, else its cgroup's)
+//   becomes its `cpus` (mappers/cpu-quota.ts).
 // - Home hops, when the profile measured any home link or overhead: the entry tasks receive
 //   `sourceBytes` from the home, the tasks listing `home` as a child send it their share of their
 //   output; over the profiled home <-> node links (missing: defaultLink).
 import { widestLevel } from './dag-width.js';
-import type { AppSpec, LinkProfile, Mapping, ProfileSnapshot } from '../config/types.js';
+import type { AppSpec, LinkProfile, Mapping, NodeOverhead, ProfileSnapshot } from '../config/types.js';
 import { HOME } from '../config/types.js';
 import type { LinkModel, Problem, ProblemLink } from './problem.js';
 import { validateProblem } from './problem.js';
@@ -126,6 +129,7 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
       if (cpu !== undefined && Number.isFinite(cpu) && cpu >= 0) node.cpuPercent = cpu;
       if (mem !== undefined && Number.isFinite(mem) && mem >= 0) node.memPercent = mem;
       if (r?.host) node.host = r.host;
+      if (r?.cpuLimit !== undefined && Number.isFinite(r.cpuLimit) && r.cpuLimit > 0) node.cpus = r.cpuLimit;
       return node;
     }),
     exec,
@@ -144,7 +148,7 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     const h = problem.nodes.find((n) => n.name === node)?.host;
     return h !== undefined && cores[h] !== undefined && (nodesOn.get(h) ?? 0) > (cores[h] as number);
   };
-  const overheads = (profiles.overheads ?? []).filter((o) => nodes.includes(o.node));
+  const overheads = pooledByMachine((profiles.overheads ?? []).filter((o) => nodes.includes(o.node)), (n) => res.get(n)?.host);
   if (overheads.length) {
     // Where more nodes than cores share a machine, tasks may queue for its cores, and a task that
     // waits for one costs what it takes of them: its CPU through the real runner. One that finds a
@@ -163,6 +167,12 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
       return [o.node, idle + queued(o.node) * Math.max(0, (o.taskCpuSec ?? 0) - idle)];
     }));
     problem.hopOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.hopSec)]));
+    // A node with a CPU quota also pays the runner's CPU per task from it (cpu-quota.ts): what a
+    // no-op task costs through the runner beyond the invocation already charged as time.
+    const limited = overheads.filter((o) => o.taskCpuSec !== undefined && (problem.nodes.find((n) => n.name === o.node)?.cpus ?? Infinity) < 1);
+    if (limited.length) {
+      problem.runnerCpuSec = Object.fromEntries(limited.map((o) => [o.node, Math.max(0, (o.taskCpuSec as number) - (problem.invokeOverheadSec?.[o.node] ?? 0))]));
+    }
   }
   const homeLinks = nodes.filter((n) => prof.has(`${HOME}\u0000${n}`) || prof.has(`${n}\u0000${HOME}`));
   if (homeLinks.length || overheads.length) {
@@ -181,6 +191,39 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
   for (const [t, n] of Object.entries(app.inputNode)) if (dag.has(t) && nodes.includes(n)) entryNodes[t] = n;
   if (Object.keys(entryNodes).length) problem.entryNodes = entryNodes;
   return validateProblem(problem);
+}
+
+const median = (xs: number[]): number => {
+  const v = xs.slice().sort((a, b) => a - b);
+  const m = v.length >> 1;
+  return v.length % 2 ? (v[m] as number) : ((v[m - 1] as number) + (v[m] as number)) / 2;
+};
+
+/**
+ * Nodes on one machine share its kernel, its cores and its way to Redis: their control costs are
+ * one quantity, probed once per node. Those probes spread 2-25 ms between the testbed's seven hosts
+ * (one machine) and from run to run for one node, and the mappers put most tasks on whichever
+ * looked cheapest (its hops then took 10-25 ms like the others'); so each node of a machine gets
+ * the median of the machine's nodes. Nodes alone on their machine keep their own.
+ */
+export function pooledByMachine(overheads: NodeOverhead[], hostOf: (node: string) => string | undefined): NodeOverhead[] {
+  const byHost = new Map<string, NodeOverhead[]>();
+  for (const o of overheads) {
+    const h = hostOf(o.node);
+    if (h !== undefined) byHost.set(h, [...(byHost.get(h) ?? []), o]);
+  }
+  return overheads.map((o) => {
+    const h = hostOf(o.node);
+    const mates = h === undefined ? [] : (byHost.get(h) ?? []);
+    if (mates.length < 2) return o;
+    const cpu = mates.map((m) => m.taskCpuSec).filter((x): x is number => x !== undefined);
+    return {
+      ...o,
+      hopSec: median(mates.map((m) => m.hopSec)),
+      invokeSec: median(mates.map((m) => m.invokeSec)),
+      ...(o.taskCpuSec !== undefined && cpu.length ? { taskCpuSec: median(cpu) } : {}),
+    };
+  });
 }
 
 /** Non-DAG helper tasks, round-robin over the nodes in configuration.txt order (deterministic). */

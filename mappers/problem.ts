@@ -39,6 +39,13 @@ export interface ProblemNode {
    * many of their tasks run at once (the embedded default's logical nodes all share one machine).
    */
   host?: string;
+  /**
+   * The node's own CPU capacity in cores, may be fractional (a CFS quota: the testbed's 0.5-CPU edge
+   * hosts). Below 1, its tasks share that much CPU: one alone runs at its execution time while the
+   * quota lasts, tasks of one item that want more are stretched (mappers/cpu-quota.ts). Missing or
+   * >= 1: not limited beyond running one task at a time.
+   */
+  cpus?: number;
 }
 
 export interface ProblemEdge {
@@ -101,6 +108,13 @@ export interface Problem {
    * without a host, is not limited beyond its own node.
    */
   hostCores?: Record<string, number>;
+  /**
+   * CPU a task costs its node outside its execution time, seconds (the runner taking its inputs,
+   * invoking, committing its outputs): charged to the node's CPU quota only (`nodes[].cpus` < 1).
+   */
+  runnerCpuSec?: Record<string, number>;
+  /** CFS period of the nodes' CPU quotas (`nodes[].cpus`), seconds; default 0.1 (the kernel's and Docker's). */
+  cpuPeriodSec?: number;
 }
 
 const linkModelSchema = {
@@ -159,6 +173,7 @@ export const problemSchema = {
           cpuPercent: { type: 'number', minimum: 0 },
           memPercent: { type: 'number', minimum: 0 },
           host: { type: 'string', minLength: 1 },
+          cpus: { type: 'number', exclusiveMinimum: 0 },
         },
       },
     },
@@ -179,7 +194,9 @@ export const problemSchema = {
     entryNodes: { type: 'object', additionalProperties: { type: 'string' } },
     invokeOverheadSec: perNodeSeconds,
     hopOverheadSec: perNodeSeconds,
+    runnerCpuSec: perNodeSeconds,
     hostCores: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 } },
+    cpuPeriodSec: { type: 'number', exclusiveMinimum: 0 },
     home: {
       type: 'object',
       required: ['sources', 'sinks'],
@@ -267,7 +284,7 @@ export function problemErrors(value: unknown): string[] {
     if (!tasks.has(t)) errors.push(`/entryNodes/${t}: unknown task "${t}"`);
     if (!nodes.has(n)) errors.push(`/entryNodes/${t}: unknown node "${n}"`);
   }
-  for (const field of ['invokeOverheadSec', 'hopOverheadSec'] as const) {
+  for (const field of ['invokeOverheadSec', 'hopOverheadSec', 'runnerCpuSec'] as const) {
     for (const n of Object.keys(p[field] ?? {})) if (!nodes.has(n)) errors.push(`/${field}/${n}: unknown node "${n}"`);
   }
   const hosts = new Set(p.nodes.map((n) => n.host).filter((h): h is string => h !== undefined));

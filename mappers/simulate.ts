@@ -16,6 +16,7 @@ import { comm, compile } from './compile.js';
 import type { MapResult } from './result.js';
 import { createState, dataReady, findSlot, hostBlocked, place, toResult } from './engine.js';
 import { orderByPriority, upwardRanks } from './ranks.js';
+import { drain, quotaDuration, quotaSlot, refill, tokensAt } from './cpu-quota.js';
 
 export type SimPolicy = 'non-delay' | 'insertion';
 
@@ -72,10 +73,34 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
       for (let k = 0; k < T; k++) {
         const t = order[k] as number;
         const p = nodeOf[t] as number;
-        const w = cp.exec[t * P + p] as number;
+        let w = cp.exec[t * P + p] as number;
         const h = cp.hostOf[p] as number;
         let s: number;
-        if (h < 0) s = slot(bs[p] as number[], bf[p] as number[], inputsReady(nodeOf, t), w);
+        if ((cp.cpuCap[p] as number) > 0) {
+          // A node with a CPU quota: the slot and duration the engine's findSlot and place give.
+          const c = cp.cpuCap[p] as number;
+          const burst = cp.cpuBurst[p] as number;
+          const work = cp.work[t * P + p] as number;
+          const extra = cp.cpuExtra[p] as number;
+          const ns = bs[p] as number[];
+          const nf = bf[p] as number[];
+          s = quotaSlot(ns, nf, inputsReady(nodeOf, t), work, c, burst, extra);
+          w = quotaDuration(work, tokensAt(ns, nf, s, c, burst, extra), c);
+          if (h >= 0) {
+            for (;;) {
+              const u = hostBlocked(hs[h] as number[], hf[h] as number[], cp.hostCap[h] as number, s, w);
+              if (u < 0) break;
+              s = quotaSlot(ns, nf, u, work, c, burst, extra);
+              w = quotaDuration(work, tokensAt(ns, nf, s, c, burst, extra), c);
+            }
+            (hs[h] as number[]).push(s);
+            (hf[h] as number[]).push(s + w);
+          }
+          let j = ns.length;
+          while (j > 0 && (ns[j - 1] as number) > s) j--;
+          ns.splice(j, 0, s);
+          nf.splice(j, 0, s + w);
+        } else if (h < 0) s = slot(bs[p] as number[], bf[p] as number[], inputsReady(nodeOf, t), w);
         else {
           // The node's earliest gap where its host also has a core free (see findSlotShared).
           const cap = cp.hostCap[h] as number;
@@ -99,9 +124,13 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
   }
   // Shared hosts: when each of a host's cores is next free (a task takes the earliest one).
   const coreFree: Float64Array[] = Array.from({ length: cp.H }, (_, h) => new Float64Array(cp.hostCap[h] as number));
+  // Nodes with a CPU quota: the bucket after each node's last task (cpu-quota.ts); a node runs its
+  // tasks one after the other here, so that is all the engine's tokensAt would fold.
+  const tokens = new Float64Array(P);
   return (nodeOf) => {
     nodeFree.fill(0);
     for (const c of coreFree) c.fill(0);
+    if (cp.Q > 0) tokens.set(cp.cpuBurst);
     let n = 0;
     for (let t = 0; t < T; t++) {
       remaining[t] = (cp.predStart[t + 1] as number) - (cp.predStart[t] as number);
@@ -126,7 +155,13 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
       }
       list[bi] = list[--n] as number;
       const p = nodeOf[bt] as number;
-      const f = bsv + (cp.exec[bt * P + p] as number);
+      let f = bsv + (cp.exec[bt * P + p] as number);
+      const c = cp.cpuCap[p] as number;
+      if (c > 0) {
+        const k = refill(tokens[p] as number, bsv - (nodeFree[p] as number), c, cp.cpuBurst[p] as number) - (cp.cpuExtra[p] as number);
+        f = bsv + quotaDuration(cp.work[bt * P + p] as number, k, c);
+        tokens[p] = drain(k, f - bsv, c);
+      }
       start[bt] = bsv;
       finish[bt] = f;
       nodeFree[p] = f;

@@ -128,6 +128,8 @@ interface Row {
   /** Predicted start/finish and measured (p50) enter/start/finish of each task, ms from the item's entry. */
   tasks: Record<string, { predicted: [number, number]; measured: [number, number, number] }>;
   deploySec: number;
+  /** The profiles right after the deploy (what the mapper saw, give or take one refresh): per node hop / invocation ms, and each task's execution ms. */
+  profiled?: { hopMs: Record<string, number>; invokeMs: Record<string, number>; execMs: Record<string, Record<string, number>> };
 }
 
 async function runOne(app: string, mapper: string, path: string, state: TestbedState, work: string, redis: Redis): Promise<Row> {
@@ -141,6 +143,15 @@ async function runOne(app: string, mapper: string, path: string, state: TestbedS
     const rec = await readMapping(redis, DEFAULT_PREFIX, app);
     if (!dep || !rec) throw new Error(`${app} has no deployment or mapping record after deploy`);
     log(`  deployed in ${deploySec.toFixed(0)} s: ${Object.entries(rec.mapping).map(([t, n]) => `${t}@${n}`).join(', ')}; predicted ${(rec.predictedMakespan * 1000).toFixed(1)} ms`);
+    const snap = await readProfiles(redis);
+    const r1 = (x: number): number => +(x * 1000).toFixed(1);
+    const execMs: Record<string, Record<string, number>> = {};
+    for (const e of snap.exec) if (e.app === app) (execMs[e.task] ??= {})[e.node] = r1(e.durationSec);
+    const profiled = {
+      hopMs: Object.fromEntries((snap.overheads ?? []).map((o) => [o.node, r1(o.hopSec)])),
+      invokeMs: Object.fromEntries((snap.overheads ?? []).map((o) => [o.node, r1(o.invokeSec)])),
+      execMs,
+    };
     const ctx: Ctx = { redis, prefix: DEFAULT_PREFIX, app: await loadApp(dep.appDir), runId: dep.runId };
     const dir = join(work, 'in', `${app}-${mapper}-${path}`);
     await isolated(ctx, inputs(dir, app, 'warm', WARM), `${app} warm-up`);
@@ -156,7 +167,7 @@ async function runOne(app: string, mapper: string, path: string, state: TestbedS
     }
     const ratio = measured / predictedMs;
     log(`  ${ITEMS} isolated items: makespan p50 ${measured.toFixed(1)} ms (${ratio.toFixed(2)}x the prediction)`);
-    return { app, mapper, path, mapping: rec.mapping, predictedMs, measuredP50Ms: measured, ratio, within: Math.abs(ratio - 1) <= TOLERANCE, tasks, deploySec };
+    return { app, mapper, path, mapping: rec.mapping, predictedMs, measuredP50Ms: measured, ratio, within: Math.abs(ratio - 1) <= TOLERANCE, tasks, deploySec, profiled };
   } finally {
     await jupiter(work, ['teardown', app], env).catch((e: Error) => log(`  teardown ${app} failed: ${e.message.split('\n').slice(0, 4).join(' | ')}`));
   }
@@ -165,7 +176,7 @@ async function runOne(app: string, mapper: string, path: string, state: TestbedS
 interface Results {
   rows: Row[];
   dag?: DagRow[];
-  profile?: { overheads: unknown; homeLinks: unknown };
+  profile?: { overheads: unknown; homeLinks: unknown; cpuLimits?: unknown };
   testbedUpSec?: number;
 }
 
@@ -186,7 +197,10 @@ async function testbedPart(tbDir: string, work: string, out: Results, load: numb
       await sleep(1000);
     }
     const snap = await readProfiles(redis);
-    out.profile = { overheads: snap.overheads, homeLinks: snap.homeLinks };
+    // Each node's CPU limit as the mappers see it (declared by the testbed, else the agent's cgroup).
+    const cpuLimits = Object.fromEntries(snap.nodes.map((n) => [n.node, n.cpuLimit === undefined ? null : { cpus: n.cpuLimit, from: n.cpuLimitFrom }]));
+    out.profile = { overheads: snap.overheads, homeLinks: snap.homeLinks, cpuLimits };
+    log(`  CPU limits: ${Object.entries(cpuLimits).map(([n, l]) => `${n} ${l ? `${l.cpus} (${l.from})` : '-'}`).join(', ')}`);
     log(`  control costs per node (ms, hop / invocation): ${(snap.overheads ?? []).map((o) => `${o.node} ${(o.hopSec * 1000).toFixed(1)} / ${(o.invokeSec * 1000).toFixed(1)}`).join(', ')}`);
     for (const app of APPS) {
       for (const path of PATHS) {

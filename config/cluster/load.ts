@@ -172,6 +172,7 @@ async function buildNodes(file: ClusterConfigFile | undefined, text: string, jso
       if (!hp) throw inputError(`agent address of ${e.name} must be host:port, got ${JSON.stringify(e.agent)}`, { file: jsonShown, line, hint: 'e.g. "10.0.0.12:7070" (port 1-65535)' });
       node.agent = hp;
     }
+    if (e.cpus !== undefined) node.cpus = e.cpus;
   }
   for (const n of list) if (!n.docker && isLoopback(n.host)) n.docker = localDockerEndpoint(env);
   const [home, ...nodes] = list as [NodeConfig, ...NodeConfig[]];

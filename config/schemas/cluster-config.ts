@@ -85,6 +85,10 @@ export const clusterConfigSchema = {
             additionalProperties: false,
           },
           agent: { type: 'string', pattern: '^[^\\s]+:\\d{1,5}$', description: 'host:port where the node agent listens for probes' },
+          cpus: {
+            type: 'number', exclusiveMinimum: 0, maximum: 1024,
+            description: 'CPUs this node may use (cores, may be fractional, e.g. 0.5), when it gets less than its machine has (a CPU quota its processes cannot see: a parent cgroup, a VM\'s share); the mappers charge it. Default: what the node\'s agent reads from its own cgroup',
+          },
         },
         additionalProperties: false,
       },
@@ -104,7 +108,7 @@ export interface ClusterConfigFile {
   adapt?: AdaptSectionFile;
   profiling?: ProfilingSectionFile;
   docker?: { baseImage?: string; network?: 'host' | 'bridge'; cpus?: number; memoryMb?: number; restart?: 'on-failure' | 'unless-stopped' };
-  nodes?: Array<{ name: string; host?: string; docker?: string; tls?: { ca?: string; cert?: string; key?: string }; agent?: string }>;
+  nodes?: Array<{ name: string; host?: string; docker?: string; tls?: { ca?: string; cert?: string; key?: string }; agent?: string; cpus?: number }>;
 }
 
 /** mqtt.tls of jupiter.config.json: PEM file paths (relative to the file) and the verification switch. */

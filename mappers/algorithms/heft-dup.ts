@@ -8,7 +8,7 @@
 import type { Problem } from '../problem.js';
 import type { MapResult, MapperOptions } from '../result.js';
 import { compile } from '../compile.js';
-import { arrival, createState, dataReady, findSlot, findSlotIn, occupy, place, toResult } from '../engine.js';
+import { arrival, createState, dataReady, durationAt, findSlot, findSlotIn, occupy, place, toResult } from '../engine.js';
 import type { ListState } from '../engine.js';
 import { orderByPriority, upwardRanks } from '../ranks.js';
 
@@ -46,9 +46,10 @@ function evaluate(st: ListState, t: number, p: number): Option | undefined {
     if (a > ready) ready = a;
   }
   const start = findSlot(st, p, ready, w);
-  const plain: Option = { p, start, finish: start + w };
-  // Copies are not tried on shared hosts (cp.H > 0): a copy's core would be taken from the host too.
-  if (crit < 0 || cp.H > 0 || hasCopyOn(st, crit, p)) return plain;
+  const plain: Option = { p, start, finish: start + durationAt(st, p, start, w) };
+  // Copies are not tried on shared hosts (cp.H > 0): a copy's core would be taken from the host too;
+  // nor on a node with a CPU quota, where a copy would use up quota its later tasks count on.
+  if (crit < 0 || cp.H > 0 || (cp.cpuCap[p] as number) > 0 || hasCopyOn(st, crit, p)) return plain;
   const wu = cp.exec[crit * cp.P + p] as number;
   if (wu === Infinity) return plain;
   const ds = findSlotIn(bs, bf, dataReady(st, crit, p), wu);

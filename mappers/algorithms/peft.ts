@@ -9,7 +9,7 @@ import type { Problem } from '../problem.js';
 import type { MapResult, MapperOptions } from '../result.js';
 import type { Compiled } from '../compile.js';
 import { comm, compile } from '../compile.js';
-import { createState, dataReady, findSlot, readyListSchedule, toResult } from '../engine.js';
+import { createState, dataReady, durationAt, findSlot, readyListSchedule, toResult } from '../engine.js';
 
 export function optimisticCostTable(cp: Compiled): Float64Array {
   const { T, P } = cp;
@@ -60,7 +60,7 @@ export function peft(problem: Problem, _opts: MapperOptions = {}): MapResult {
       const w = cp.exec[t * P + p] as number;
       if (w === Infinity) continue;
       const start = findSlot(s, p, dataReady(s, t, p), w);
-      const v = start + w + (oct[t * P + p] as number);
+      const v = start + durationAt(s, p, start, w) + (oct[t * P + p] as number);
       if (v < bv) {
         bv = v;
         bp = p;

@@ -81,7 +81,9 @@ export function agentContainerOptions(input: AgentContainerInput): Docker.Contai
     Image: image,
     // The prefix is no secret; the Redis URL (maybe with a password) stays out of the command line,
     // which `docker inspect` and `ps` show to anyone who can see them.
-    Cmd: ['agent', '--node', node.name, '--listen', agentListen(node), '--prefix', cluster.redisPrefix, ...agentProfilerArgs(cluster)],
+    // A node's declared CPU limit: the agent cannot see a quota on its engine's parent cgroup.
+    Cmd: ['agent', '--node', node.name, '--listen', agentListen(node), '--prefix', cluster.redisPrefix, ...agentProfilerArgs(cluster),
+      ...(node.cpus !== undefined ? ['--cpus', String(node.cpus)] : [])],
     Env: [
       `JUPITER_REDIS_URL=${redisUrl}`,
       `HOME=${WORK_DIR}`,

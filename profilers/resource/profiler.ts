@@ -7,11 +7,14 @@ import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { NodeResources } from '../../config/types.js';
 import { machineId } from '../../circe/runtime/machine.js';
+import { cgroupCpuLimit } from './cgroup-cpu.js';
 
 export interface ResourceOptions {
   intervalMs: number;
   /** Samples in the running mean. */
   window: number;
+  /** The node's CPU limit declared in the configuration (nodes[].cpus); wins over its cgroup's. */
+  cpus?: number;
 }
 
 export const defaultResourceOptions = (): ResourceOptions => ({ intervalMs: 2000, window: 60 });
@@ -41,6 +44,8 @@ export class ResourceProfiler {
   private readonly memHist: number[] = [];
   private timer?: NodeJS.Timeout;
   private last?: NodeResources;
+  /** Declared, else read once from the cgroup (a quota does not change under a running agent). */
+  private readonly limit: Pick<NodeResources, 'cpuLimit' | 'cpuLimitFrom'>;
 
   constructor(
     private readonly redis: Redis,
@@ -48,7 +53,11 @@ export class ResourceProfiler {
     private readonly node: string,
     private readonly opts: ResourceOptions,
     private readonly log: (line: string) => void,
-  ) {}
+  ) {
+    const measured = opts.cpus === undefined ? cgroupCpuLimit() : undefined;
+    this.limit = opts.cpus !== undefined ? { cpuLimit: opts.cpus, cpuLimitFrom: 'declared' }
+      : measured !== undefined ? { cpuLimit: measured, cpuLimitFrom: 'cgroup' } : {};
+  }
 
   /** Publish a first sample right away (CPU over a short 250 ms window), then every interval. */
   async start(): Promise<void> {
@@ -85,6 +94,7 @@ export class ResourceProfiler {
       memMean: round2(mean(this.memHist)),
       cores: cpus().length,
       host: machineId(),
+      ...this.limit,
       load1: round2(loadavg()[0] ?? 0),
       freeMemBytes: free,
       updatedAt: Date.now(),

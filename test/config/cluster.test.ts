@@ -48,7 +48,7 @@ describe('loadClusterConfig', () => {
         docker: { network: 'bridge', cpus: 0.5, memoryMb: 256 },
         nodes: [
           { name: 'node2', docker: 'tcp://edge2:2376', tls: { ca: '../certs/ca.pem' }, agent: 'edge2:7070' },
-          { name: 'node3', host: '10.0.0.33', docker: 'ssh://jupiter@10.0.0.33' },
+          { name: 'node3', host: '10.0.0.33', docker: 'ssh://jupiter@10.0.0.33', cpus: 0.5 },
         ],
       }, null, 2),
     });
@@ -68,7 +68,8 @@ describe('loadClusterConfig', () => {
       agentOnEngine: true,
     });
     // A named engine: `stack up`/`deploy` start the node's agent there (orchestrator/stack/node-agents.ts).
-    expect(c.nodes[1]).to.deep.equal({ name: 'node3', host: '10.0.0.33', docker: { kind: 'ssh', host: '10.0.0.33', username: 'jupiter' }, agentOnEngine: true });
+    // A declared CPU limit (a quota its processes cannot see) travels to its agent and the mappers.
+    expect(c.nodes[1]).to.deep.equal({ name: 'node3', host: '10.0.0.33', docker: { kind: 'ssh', host: '10.0.0.33', username: 'jupiter' }, agentOnEngine: true, cpus: 0.5 });
     expect(c.home.agentOnEngine).to.equal(undefined);
     expect(JSON.stringify(c)).to.not.include('PASSWORD');
   });

@@ -1,8 +1,11 @@
 // Testbed topologies: the uplink rule, explicit links, presets, and file:line errors.
 import { expect } from 'chai';
+import { cpus } from 'node:os';
 import { formatRate, parseRate, parseTopologyText } from '../../config/testbed/topology.js';
 import { presetTopology } from '../../orchestrator/testbed/presets.js';
 import type { JupiterError } from '../../config/errors.js';
+import { testbedClusterConfig } from '../../orchestrator/testbed/cluster-config.js';
+import type { TestbedState } from '../../orchestrator/testbed/state.js';
 
 function errorOf(text: string): JupiterError {
   try {
@@ -49,6 +52,19 @@ describe('testbed topology', () => {
     expect(presetTopology('mesh-16')!.hosts.length).to.equal(17);
     expect(presetTopology('ring-3')).to.equal(undefined);
     expect(() => presetTopology('mesh-1')).to.throw(/2 to 64 hosts/);
+  });
+
+  it('the generated cluster configuration declares each host\'s CPU limit (its containers cannot see a parent cgroup)', () => {
+    const host = (name: string, cpus?: number) => ({
+      name, ns: `ns-${name}`, addr: `10.9.0.${name.length}`, outer: 'o', inner: 'i', classMinor: 1, uplinkBps: 1e6,
+      ...(cpus !== undefined ? { cpus } : {}),
+      ...(name === 'home' ? {} : { engine: { pid: 1, socket: `/run/x/${name}/docker.sock`, dataRoot: 'd', execRoot: 'e', log: 'l' } }),
+    });
+    const state = { hosts: [host('home'), host('edge1', 0.5), host('cloud1', 2), host('any')], redis: { url: 'redis://:pw@10.9.0.1:6379' } } as unknown as TestbedState;
+    const c = testbedClusterConfig(state);
+    // A host without a limit may use all of the machine's cores (its agent would read only its container's own).
+    expect(c.nodes!.map((n) => [n.name, n.cpus])).to.deep.equal([['home', undefined], ['edge1', 0.5], ['cloud1', 2], ['any', cpus().length]]);
+    expect(c.docker).to.deep.equal({ cpus: 0.5 });
   });
 
   it('errors name the file and line of the bad entry', () => {

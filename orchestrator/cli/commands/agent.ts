@@ -22,6 +22,7 @@ interface AgentFlags {
   lossCount: string;
   probeTimeout: string;
   resourceInterval: string;
+  cpus?: string;
   overheadInterval: string;
 }
 
@@ -79,6 +80,7 @@ export function register(program: Command): void {
     .option('--loss-count <n>', 'echo packets per peer per loss round', '100')
     .option('--probe-timeout <seconds>', 'a probe that takes longer fails (a cut link is seen after this long)', '60')
     .option('--resource-interval <seconds>', 'period of the resource profiler', '2')
+    .option('--cpus <n>', 'CPUs this node may use (cores, may be fractional) when its processes cannot see the quota (default: the configuration\'s nodes[].cpus, else what the agent reads from its cgroup)')
     .option('--overhead-interval <seconds>', 'period of the hop/invocation overhead and home-link probes (the mapper\'s control costs); 0 = off', '60')
     .action(action(async (flags: AgentFlags) => {
       if (!SAFE_NAME.test(flags.node)) {
@@ -99,6 +101,7 @@ export function register(program: Command): void {
       const target = await resolveRedis(flags.redis);
       const configured = target.cluster.nodes.find((n) => n.name === flags.node)?.agent ?? (target.cluster.home.name === flags.node ? target.cluster.home.agent : undefined);
       const listen = flags.listen ? parseListen(flags.listen) : (configured ?? { host: '127.0.0.1', port: 0 });
+      const cpus = flags.cpus !== undefined ? positive('cpus', flags.cpus) : target.cluster.nodes.find((n) => n.name === flags.node)?.cpus;
       const agent = new Agent({
         node: flags.node,
         redisUrl: target.url,
@@ -109,7 +112,7 @@ export function register(program: Command): void {
         heartbeatMs,
         network: { sizes, bootstrapRounds, refreshMs, timeoutMs, budget: probeBudget(flags.probeBudget, target.cluster.profiling?.probeBudget) },
         loss: lossMs > 0 ? { intervalMs: lossMs, count: lossCount } : false,
-        resource: { intervalMs: resourceMs },
+        resource: { intervalMs: resourceMs, ...(cpus !== undefined ? { cpus } : {}) },
         overhead: overheadMs > 0 ? { everyMs: overheadMs } : false,
         handlers: defaultHandlers(),
       });

@@ -58,8 +58,20 @@ process.once('exit', () => {
 let seed: { dir: string; file: string } | undefined;
 const SEEDED = /^jupiter\/(base|deps|agent):/;
 
+/** Engines stopped together (Promise.all) save once: the first claims the seed at once. */
+let seeding = false;
+
 async function saveSeed(docker: Docker): Promise<void> {
-  if (seed) return;
+  if (seed || seeding) return;
+  seeding = true;
+  try {
+    await saveSeedNow(docker);
+  } finally {
+    seeding = false;
+  }
+}
+
+async function saveSeedNow(docker: Docker): Promise<void> {
   const names = (await docker.listImages()).flatMap((i) => i.RepoTags ?? []).filter((t) => SEEDED.test(t));
   if (!names.some((n) => n.startsWith('jupiter/base:')) || !names.some((n) => n.startsWith('jupiter/deps:'))) return;
   const dir = mkdtempSync('/tmp/jd-seed-');

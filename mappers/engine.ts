@@ -153,24 +153,34 @@ export function durationAt(st: ListState, p: number, start: number, dur: number)
   return quotaDuration(workOf(dur, c, burst), tokensAt(st.busyStart[p] as number[], st.busyFinish[p] as number[], start, c, burst, extra), c);
 }
 
+/**
+ * Earliest start >= ready on a node limited by its own CPU capacity (busy intervals ns/nf; c
+ * cores, `burst` CPU-seconds deep, `extra` per task: cpu-quota.ts) for a task needing `work`
+ * CPU-seconds, and how long it lasts when it starts there: the gap must hold it as long as the
+ * quota makes it last, and its host (`host`, when it limits) must have a core free meanwhile.
+ * Shared by the list schedulers (findSlot) and the simulator.
+ */
+export function quotaHostSlot(
+  ns: number[], nf: number[], host: { starts: number[]; finishes: number[]; cap: number } | undefined,
+  ready: number, work: number, c: number, burst: number, extra: number,
+): { start: number; dur: number } {
+  let t = quotaSlot(ns, nf, ready, work, c, burst, extra);
+  for (;;) {
+    const d = quotaDuration(work, tokensAt(ns, nf, t, c, burst, extra), c);
+    const u = host ? hostBlocked(host.starts, host.finishes, host.cap, t, d) : -1;
+    if (u < 0) return { start: t, dur: d };
+    t = quotaSlot(ns, nf, u, work, c, burst, extra);
+  }
+}
+
 /** findSlotShared on a node limited by its own CPU capacity: gaps must hold the task as long as the quota makes it last. */
 function findSlotQuota(st: ListState, p: number, ready: number, dur: number): number {
   const cp = st.cp;
   const c = cp.cpuCap[p] as number;
   const burst = cp.cpuBurst[p] as number;
-  const ns = st.busyStart[p] as number[];
-  const nf = st.busyFinish[p] as number[];
-  const work = workOf(dur, c, burst);
-  const extra = cp.cpuExtra[p] as number;
-  let t = quotaSlot(ns, nf, ready, work, c, burst, extra);
   const h = cp.hostOf[p] as number;
-  if (h < 0) return t;
-  for (;;) {
-    const d = quotaDuration(work, tokensAt(ns, nf, t, c, burst, extra), c);
-    const u = hostBlocked(st.hostStart[h] as number[], st.hostFinish[h] as number[], cp.hostCap[h] as number, t, d);
-    if (u < 0) return t;
-    t = quotaSlot(ns, nf, u, work, c, burst, extra);
-  }
+  const host = h < 0 ? undefined : { starts: st.hostStart[h] as number[], finishes: st.hostFinish[h] as number[], cap: cp.hostCap[h] as number };
+  return quotaHostSlot(st.busyStart[p] as number[], st.busyFinish[p] as number[], host, ready, workOf(dur, c, burst), c, burst, cp.cpuExtra[p] as number).start;
 }
 
 export function findSlot(st: ListState, p: number, ready: number, dur: number): number {

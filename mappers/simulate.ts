@@ -14,9 +14,9 @@ import type { Problem } from './problem.js';
 import type { Compiled } from './compile.js';
 import { comm, compile } from './compile.js';
 import type { MapResult } from './result.js';
-import { createState, dataReady, findSlot, hostBlocked, place, toResult } from './engine.js';
+import { createState, dataReady, findSlot, hostBlocked, place, quotaHostSlot, toResult } from './engine.js';
 import { orderByPriority, upwardRanks } from './ranks.js';
-import { drain, quotaDuration, quotaSlot, refill, tokensAt } from './cpu-quota.js';
+import { drain, quotaDuration, refill } from './cpu-quota.js';
 
 export type SimPolicy = 'non-delay' | 'insertion';
 
@@ -78,23 +78,13 @@ export function makeEvaluator(cp: Compiled, policy: SimPolicy): (nodeOf: Int32Ar
         let s: number;
         if ((cp.cpuCap[p] as number) > 0) {
           // A node with a CPU quota: the slot and duration the engine's findSlot and place give.
-          const c = cp.cpuCap[p] as number;
-          const burst = cp.cpuBurst[p] as number;
-          const work = cp.work[t * P + p] as number;
-          const extra = cp.cpuExtra[p] as number;
           const ns = bs[p] as number[];
           const nf = bf[p] as number[];
-          s = quotaSlot(ns, nf, inputsReady(nodeOf, t), work, c, burst, extra);
-          w = quotaDuration(work, tokensAt(ns, nf, s, c, burst, extra), c);
-          if (h >= 0) {
-            for (;;) {
-              const u = hostBlocked(hs[h] as number[], hf[h] as number[], cp.hostCap[h] as number, s, w);
-              if (u < 0) break;
-              s = quotaSlot(ns, nf, u, work, c, burst, extra);
-              w = quotaDuration(work, tokensAt(ns, nf, s, c, burst, extra), c);
-            }
-            (hs[h] as number[]).push(s);
-            (hf[h] as number[]).push(s + w);
+          const host = h < 0 ? undefined : { starts: hs[h] as number[], finishes: hf[h] as number[], cap: cp.hostCap[h] as number };
+          ({ start: s, dur: w } = quotaHostSlot(ns, nf, host, inputsReady(nodeOf, t), cp.work[t * P + p] as number, cp.cpuCap[p] as number, cp.cpuBurst[p] as number, cp.cpuExtra[p] as number));
+          if (host) {
+            host.starts.push(s);
+            host.finishes.push(s + w);
           }
           let j = ns.length;
           while (j > 0 && (ns[j - 1] as number) > s) j--;

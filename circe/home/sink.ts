@@ -173,24 +173,25 @@ export class Sink {
     }
   }
 
-  /** A delivery whose blob is in a store this process can read: its file copied to the output (true), else false. */
-  private async copyNear(d: Delivery, owner: string): Promise<boolean> {
-    const got = await (await this.dataPlane()).take(d.src!, d.blob);
-    if (got.file === undefined) {
-      // Fetched already: write what came.
-      await this.write(d, got.bytes, owner, d.inline !== undefined);
-      return true;
+  /**
+   * Direct path: the record is a pointer. A blob in a store on this machine has its file copied
+   * to the output by the kernel; otherwise (or when the file went meanwhile: a lineage re-run
+   * moved the blob) its bytes come from the node that keeps them.
+   */
+  private async writeKept(d: Delivery, owner: string): Promise<void> {
+    const plane = await this.dataPlane();
+    const got = await plane.take(d.src!, d.blob);
+    if (got.file !== undefined) {
+      const dest = outputPath(this.opts.outputDir, d.item, d.name, owner);
+      await mkdir(dirname(dest), { recursive: true });
+      try {
+        await copyFile(got.file, dest);
+        return;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      }
     }
-    const dest = outputPath(this.opts.outputDir, d.item, d.name, owner);
-    await mkdir(dirname(dest), { recursive: true });
-    try {
-      await copyFile(got.file, dest);
-      return true;
-    } catch (e) {
-      // gone meanwhile (a lineage re-run moved the blob): fetch it
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw e;
-    }
+    await this.write(d, got.bytes ?? (await plane.fetch(d.src!, d.blob)), owner, d.inline !== undefined);
   }
 
   /**
@@ -238,11 +239,8 @@ export class Sink {
       if (l.kind !== 'new') return undefined;
       if (!l.bytes) return { error: new Error(`output ${d.name} of item ${d.item} is no longer in Redis (blob deleted)`), permanent: true };
       try {
-        // Direct path: the record is a pointer; the bytes come from the node that keeps them, or
-        // its file is copied by the kernel when that node's store is on this machine.
-        if (d.src && (await this.copyNear(d, l.owner))) return undefined;
-        const bytes = d.src ? await (await this.dataPlane()).fetch(d.src, d.blob) : l.bytes;
-        await this.write(d, bytes, l.owner, d.inline !== undefined);
+        if (d.src) await this.writeKept(d, l.owner);
+        else await this.write(d, l.bytes, l.owner, d.inline !== undefined);
         return undefined;
       } catch (e) {
         this.dirs.clear();

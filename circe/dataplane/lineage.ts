@@ -25,6 +25,7 @@
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { StoredInput } from '../queue/failures.js';
 import type { AppKeys } from '../queue/keys.js';
+import { pipeline } from '../queue/pipeline.js';
 
 /** A request for a re-run is not repeated within this long (the re-runner may be starting). */
 export const RERUN_ASK_MS = 15_000;
@@ -135,7 +136,7 @@ export async function repoint(redis: Redis, keys: AppKeys, outs: string[], node:
 
 /** A node is dead when its agent registered once and its heartbeat key has expired. */
 export async function nodeDead(redis: Redis, keys: AppKeys, node: string): Promise<boolean> {
-  const res = (await redis.pipeline().sismember(keys.agents, node).exists(keys.agent(node)).exec()) ?? [];
+  const res = (await pipeline(redis).sismember(keys.agents, node).exists(keys.agent(node)).exec()) ?? [];
   const [known, alive] = res.map(([err, v]) => (err ? undefined : Number(v)));
   return known === 1 && alive === 0;
 }

@@ -17,6 +17,7 @@ import { askRerun, nodeDead, pointedNode } from './lineage.js';
 import { machineId } from '../runtime/machine.js';
 import { DataServer } from './server.js';
 import { checkBlobId, NodeStore } from './store.js';
+import { pipeline } from '../queue/pipeline.js';
 
 /** Files younger than this are never swept: their commit may still be on its way to Redis. */
 export const SWEEP_GRACE_MS = 60_000;
@@ -161,7 +162,7 @@ export class DataPlane {
     this.endpoint = `${host.includes(':') ? `[${host}]` : host}:${port}`;
     const st = statSync(this.store.dir);
     const site: StoreSite = { machine: machineId(), dir: resolve(this.store.dir), dev: st.dev, ino: st.ino };
-    await redis.pipeline()
+    await pipeline(redis)
       .hset(keys.dataDirs(node), this.endpoint, JSON.stringify(site))
       .hset(keys.dataNodes(node), this.endpoint, String(Date.now()))
       .exec();
@@ -354,7 +355,7 @@ export class DataPlane {
 
   private writeNotes(): void {
     if (this.notes.length === 0) return;
-    const pipe = this.opts.redis.pipeline();
+    const pipe = pipeline(this.opts.redis);
     this.flushNotes(pipe);
     void pipe.exec().catch(() => undefined);
   }
@@ -400,7 +401,7 @@ export class DataPlane {
     let left = 0;
     for (;;) {
       const ids = this.store!.scan().map((f) => f.id);
-      const res = ids.length ? await redis.pipeline(ids.map((id) => ['exists', keys.blob(id)])).exec().catch(() => null) : [];
+      const res = ids.length ? await ids.reduce((p, id) => p.exists(keys.blob(id)), pipeline(redis)).exec().catch(() => null) : [];
       left = res ? res.filter(([err, n]) => !err && Number(n) > 0).length : 0;
       if (left === 0) return;
       if (Date.now() >= deadline) break;
@@ -414,7 +415,7 @@ export class DataPlane {
     const { redis, keys } = this.opts;
     try {
       await this.store!.sweep(async (ids) => {
-        const pipe = redis.pipeline();
+        const pipe = pipeline(redis);
         for (const id of ids) pipe.exists(keys.blob(id));
         const res = await pipe.exec();
         // An error (Redis away) keeps the file: only a clear "gone" removes bytes.
@@ -438,7 +439,7 @@ export class DataPlane {
     if (this.store && (await this.opts.redis.exists(this.opts.keys.moving).catch(() => 0)) > 0) await this.drain(DRAIN_MS);
     if (this.endpoint) {
       const { redis, keys, node } = this.opts;
-      await redis.pipeline().hdel(keys.dataNodes(node), this.endpoint).hdel(keys.dataDirs(node), this.endpoint).exec().catch(() => undefined);
+      await pipeline(redis).hdel(keys.dataNodes(node), this.endpoint).hdel(keys.dataDirs(node), this.endpoint).exec().catch(() => undefined);
     }
     await this.server?.close();
   }

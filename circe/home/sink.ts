@@ -22,6 +22,7 @@ import { Grouper } from '../runner/group.js';
 import { DataPlane } from '../dataplane/plane.js';
 import { HELD_BYTES, PREFETCH } from '../runner/limits.js';
 import { Backlog } from '../runner/backlog.js';
+import { pipeline } from '../queue/pipeline.js';
 
 export interface SinkOptions {
   app: string;
@@ -248,7 +249,7 @@ export class Sink {
       }
     }));
     const now = Date.now();
-    const fin = this.redis.pipeline() as ReturnType<Redis['pipeline']> & {
+    const fin = pipeline(this.redis) as ReturnType<Redis['pipeline']> & {
       jDeliver(...a: Array<string | number>): unknown;
       jFinish(...a: Array<string | number>): unknown;
     };

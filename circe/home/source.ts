@@ -16,6 +16,7 @@ import { BUNDLE_MAX, jobPrefix } from '../queue/naming.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { queueDepths } from '../queue/status.js';
 import { AppQueues, execOrThrow, formatBytes } from '../queue/transport.js';
+import { pipeline } from '../queue/pipeline.js';
 
 export interface SubmitOptions {
   runId?: string;
@@ -113,7 +114,7 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
   // Settings, taken ids and the first look at the queues' depths share one round trip.
   const [settings, taken, firstDepths] = await Promise.all([
     opts.settings ?? readSettings(redis, prefix, app.name),
-    execOrThrow(jobs.reduce((p, j) => p.exists(keys.item(j.job)), redis.pipeline())) as Promise<number[]>,
+    execOrThrow(jobs.reduce((p, j) => p.exists(keys.item(j.job)), pipeline(redis))) as Promise<number[]>,
     queueDepths(redis, prefix, app),
   ]);
   let depthsAhead: Record<string, number> | undefined = firstDepths;
@@ -188,13 +189,13 @@ export async function trimItems(redis: Redis, prefix: string, app: AppSpec, keep
   const excess = (await redis.zcard(keys.items)) - keep;
   if (excess <= 0) return 0;
   const oldest = await redis.zrange(keys.items, 0, String(excess - 1));
-  const done = (await execOrThrow(oldest.reduce((p, id) => p.hexists(keys.item(id), 'doneAt'), redis.pipeline()))) as number[];
+  const done = (await execOrThrow(oldest.reduce((p, id) => p.hexists(keys.item(id), 'doneAt'), pipeline(redis)))) as number[];
   const ids = oldest.filter((_, i) => done[i]);
   if (ids.length === 0) return 0;
   // The output paths these items own at the sink (scripts.ts LOOK) go with their records.
   const ownedFields = ids.map((id) => `item:${id}`);
   const owned = (await redis.hmget(keys.owners, ...ownedFields)).flatMap((list) => (list ? list.split('\n') : []));
-  const pipe = redis.pipeline().zrem(keys.items, ...ids).hdel(keys.owners, ...ownedFields, ...owned);
+  const pipe = pipeline(redis).zrem(keys.items, ...ids).hdel(keys.owners, ...ownedFields, ...owned);
   for (const id of ids) pipe.del(keys.item(id), keys.out(id), keys.rt(id), keys.joins(id), ...app.dagTasks.map((t) => keys.done(t, id)));
   await execOrThrow(pipe);
   return ids.length;

@@ -5,6 +5,7 @@ import type { ItemDoneEvent } from '../../config/events.js';
 import { runtimeError } from '../../config/errors.js';
 import { appKeys } from '../queue/keys.js';
 import { execOrThrow } from '../queue/transport.js';
+import { pipeline } from '../queue/pipeline.js';
 
 export interface ItemResult {
   item: string;
@@ -63,7 +64,7 @@ export async function itemResults(redis: Redis, prefix: string, app: string, ite
   const out: ItemResult[] = [];
   for (let i = 0; i < items.length; i += 500) {
     const batch = items.slice(i, i + 500);
-    const pipe = redis.pipeline();
+    const pipe = pipeline(redis);
     for (const id of batch) {
       pipe.hmget(k.item(id), 'doneAt', 'makespanMs', 'failed', 'error', 'enteredAt', 'stuck');
       pipe.smembers(k.out(id));

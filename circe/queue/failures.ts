@@ -10,6 +10,7 @@ import type { BundleJob, Delivery } from './naming.js';
 import type { ScriptedRedis } from './scripts.js';
 import type { PipelineSettings } from './settings.js';
 import { execOrThrow, type AppQueues, type QueuedJob } from './transport.js';
+import { pipeline } from './pipeline.js';
 
 export interface ScriptedPipeline extends ChainableCommander {
   jRelease(blobPrefix: string, blob: string, holder: string): ScriptedPipeline;
@@ -65,7 +66,7 @@ export async function failDelivery(ctx: FailureContext, queues: AppQueues, d: De
 
 export async function recordFailure(ctx: FailureContext, d: Delivery, at: number, err: Error, attempt: number, final: boolean): Promise<void> {
   const { keys: k, task: T, redis } = ctx;
-  const pipe = redis.pipeline() as ScriptedPipeline;
+  const pipe = pipeline(redis) as ScriptedPipeline;
   const ev: TaskEvent = { type: 'fail', app: k.app, task: T, node: ctx.node, item: d.item, ts: Date.now(), error: err.message, attempt, final };
   addEvent(pipe, k, ctx.settings.eventsMaxLen, ev);
   if (!final) {
@@ -117,7 +118,7 @@ export async function failJob(ctx: FailureContext, job: Job<BundleJob>, err: Err
  */
 export async function stalledOut(ctx: FailureContext, queues: AppQueues, job: Job<BundleJob>, err: Error): Promise<string[]> {
   const ds = job.data.d;
-  const markers = (await execOrThrow(ds.reduce((p, d) => p.get(ctx.keys.done(ctx.task, d.item)), ctx.redis.pipeline()))) as Array<string | null>;
+  const markers = (await execOrThrow(ds.reduce((p, d) => p.get(ctx.keys.done(ctx.task, d.item)), pipeline(ctx.redis)))) as Array<string | null>;
   const outbox: QueuedJob[] = [];
   const sent: string[] = [];
   for (const [i, d] of ds.entries()) {

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { DEFAULT_PREFIX } from '../../config/redis-keys.js';
 import { appKeys } from './keys.js';
 import { execOrThrow } from './transport.js';
+import { pipeline } from './pipeline.js';
 
 export const RUNTIME_CSV_HEADER = 'Task_name,local_input_file,Enter_time,Execute_time,Finish_time,Elapse_time,Duration_time,Waiting_time,Node';
 
@@ -16,7 +17,7 @@ export async function exportRuntimeCsv(redis: Redis, app: string, prefix: string
   const lines = [RUNTIME_CSV_HEADER];
   for (let i = 0; i < items.length; i += 500) {
     const batch = items.slice(i, i + 500);
-    const recs = (await execOrThrow(batch.reduce((p, id) => p.hgetall(k.rt(id)), redis.pipeline()))) as Array<Record<string, string>>;
+    const recs = (await execOrThrow(batch.reduce((p, id) => p.hgetall(k.rt(id)), pipeline(redis)))) as Array<Record<string, string>>;
     for (const rec of recs) {
       const tasks = [...new Set(Object.keys(rec).map((f) => f.slice(0, f.lastIndexOf('|'))))];
       const rows = tasks

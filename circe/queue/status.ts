@@ -4,6 +4,7 @@ import type { AppSpec } from '../../config/types.js';
 import type { DeadLetter } from './failures.js';
 import { appKeys, SINK_QUEUE } from './keys.js';
 import { execOrThrow } from './transport.js';
+import { pipeline } from './pipeline.js';
 
 /** Depths count files (one job can carry several). */
 export interface TaskStatus {
@@ -41,7 +42,7 @@ export interface AppStatus {
 export async function queueDepths(redis: Redis, prefix: string, app: AppSpec): Promise<Record<string, number>> {
   const keys = appKeys(prefix, app.name);
   const names = [...app.dagTasks, SINK_QUEUE];
-  const counts = (await execOrThrow(names.reduce((p, n) => p.scard(keys.queued(n)), redis.pipeline()))) as number[];
+  const counts = (await execOrThrow(names.reduce((p, n) => p.scard(keys.queued(n)), pipeline(redis)))) as number[];
   return Object.fromEntries(names.map((n, i) => [n, counts[i]!]));
 }
 
@@ -62,7 +63,7 @@ export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts
   const k = appKeys(prefix, app.name);
   const names = [...app.dagTasks, SINK_QUEUE];
   const q = (name: string, type: string): string => `${k.queuePrefix}:${name}:${type}`;
-  const p = redis.pipeline()
+  const p = pipeline(redis)
     .hgetall(k.stats)
     .lrange(k.makespans, 0, -1)
     .lrange(k.deadLetters, 0, (opts.deadLetters ?? 20) - 1)
@@ -76,7 +77,7 @@ export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts
   const heldIds = per.flatMap(([, active], i) => active.map((id) => q(names[i]!, id)));
   const held = names.map(() => 0);
   if (heldIds.length > 0) {
-    const data = (await execOrThrow(heldIds.reduce((pp, key) => pp.hget(key, 'data'), redis.pipeline()))) as Array<string | null>;
+    const data = (await execOrThrow(heldIds.reduce((pp, key) => pp.hget(key, 'data'), pipeline(redis)))) as Array<string | null>;
     let j = 0;
     per.forEach(([, active], i) => {
       for (let a = 0; a < active.length; a++, j++) {

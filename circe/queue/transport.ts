@@ -10,6 +10,7 @@ import { runtimeError } from '../../config/errors.js';
 import { appKeys, type AppKeys } from './keys.js';
 import { blobIdFor, BUNDLE_MAX, bundleIdFor, deliveryIdFor, inlineBytes, LUA_BYTES_MAX, type BundleJob, type Delivery } from './naming.js';
 import type { PipelineSettings } from './settings.js';
+import { pipeline } from './pipeline.js';
 
 export interface OutgoingFile {
   name: string;
@@ -160,7 +161,7 @@ export class AppQueues {
    * bundle per receiving queue. `before` adds commands that run ahead of the blob writes.
    */
   async sendMany(batch: Array<{ item: string; from: string; files: OutgoingFile[] }>, before?: (pipe: ChainableCommander) => void): Promise<string[]> {
-    const pipe = this.redis.pipeline() as ChainableCommander & { jStage(...a: Array<string | number | Buffer>): unknown };
+    const pipe = pipeline(this.redis) as ChainableCommander & { jStage(...a: Array<string | number | Buffer>): unknown };
     before?.(pipe);
     const keys: string[] = [];
     const args: Array<string | number | Buffer> = [this.keys.queued('')];

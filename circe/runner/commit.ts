@@ -12,6 +12,7 @@ import type { ScriptedRedis } from '../queue/scripts.js';
 import type { PipelineSettings } from '../queue/settings.js';
 import { execOrThrow, type AppQueues, type QueuedJob, type Staged } from '../queue/transport.js';
 import type { InHand } from './arrive.js';
+import { pipeline } from '../queue/pipeline.js';
 
 /** What a delivery leaves to the commit group: its run's results, or only its finish. */
 export type Settle =
@@ -35,7 +36,7 @@ export interface CommitContext {
 export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<number[]> {
   const { keys: k, task: T, settings } = ctx;
   const maxLen = settings.eventsMaxLen;
-  const pipe = ctx.redis.pipeline() as ScriptedPipeline & { jCommit(...a: Array<string | number | Buffer>): ScriptedPipeline };
+  const pipe = pipeline(ctx.redis) as ScriptedPipeline & { jCommit(...a: Array<string | number | Buffer>): ScriptedPipeline };
   const runs = group.filter((s): s is Extract<Settle, { kind: 'run' }> => s.kind === 'run');
   const adds: QueuedJob[] = [];
   // Direct path: the runs' lineage records first (Redis has them before their commits, see

@@ -49,6 +49,7 @@ import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
 import { besideStore, defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
+import { pipeline } from '../queue/pipeline.js';
 
 /**
  * An input of an invocation: its bytes, or (direct path, the blob in a store on this machine)
@@ -460,7 +461,7 @@ export class TaskRunner {
     let announced = false;
     const announce = setTimeout(() => {
       announced = true;
-      const pipe = this.redis.pipeline();
+      const pipe = pipeline(this.redis);
       addEvent(pipe, this.keys, this.settings.eventsMaxLen, this.event('enter', d.item, h.at));
       addEvent(pipe, this.keys, this.settings.eventsMaxLen, this.event('start', d.item, start));
       pipe.exec().catch(() => undefined); // telemetry only: never fail the item for it

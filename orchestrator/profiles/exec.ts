@@ -12,6 +12,7 @@ import { liveAgents } from '../../profilers/agent/registry.js';
 import { newRequestId, readReplies, sendToAgent } from '../../profilers/agent/inbox.js';
 import type { ExecProfileProgress, ExecProfileReply, ExecProfileRequest } from '../../profilers/exec/handler.js';
 import { fmtBytes } from './format.js';
+import { pipeline } from '../../circe/queue/pipeline.js';
 
 export interface ExecRequestOptions {
   prefix?: string;
@@ -72,7 +73,7 @@ export function machineQueues(nodes: string[], machineOf: (node: string) => { ho
 
 /** Each node's machine and its cores as its resource profile names them (undefined: no profile yet). */
 async function machinesOf(redis: Redis, keys: Keys, nodes: string[]): Promise<Map<string, { host?: string; cores?: number } | undefined>> {
-  const pipe = redis.pipeline();
+  const pipe = pipeline(redis);
   for (const n of nodes) pipe.hget(keys.resources(n), 'json');
   const res = (await pipe.exec()) ?? [];
   return new Map(nodes.map((n, i) => {

@@ -17,6 +17,7 @@ import { AppStats } from './stats.js';
 import { COMPAT_TOPIC, mappingMessage, topics, type FaultsMessage, type NodeMessage, type RemapMessage, type TaskMessage } from './topics.js';
 import { readNetworkHealth } from '../profiles/faults.js';
 import { compatMappingLine, compatTaskLine } from './compat.js';
+import { pipeline } from '../../circe/queue/pipeline.js';
 
 export interface BridgeOptions {
   redisUrl: string;
@@ -298,7 +299,7 @@ export class TelemetryBridge {
   private async pollRemaps(): Promise<void> {
     const states = [...this.appStates.values()];
     if (states.length === 0 || !this.publisher) return;
-    const pipe = this.redis!.pipeline();
+    const pipe = pipeline(this.redis!);
     for (const s of states) pipe.lindex(this.keys.remaps(s.name), 0);
     const out = (await pipe.exec()) ?? [];
     states.forEach((s, i) => {
@@ -324,7 +325,7 @@ export class TelemetryBridge {
     for (const n of this.nodeCache.keys()) names.add(n);
     if (names.size === 0) return;
     const list = [...names].sort();
-    const pipe = redis.pipeline();
+    const pipe = pipeline(redis);
     for (const n of list) pipe.hget(this.keys.resources(n), 'json').exists(this.keys.node(n));
     const out = (await pipe.exec()) ?? [];
     const now = Date.now();

@@ -169,7 +169,7 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     }));
     problem.hopOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.hopSec)]));
     // A hop between two tasks on one node also pays for its bytes (the store and the receiver's
-    // copy, direct path): camera's 1 MiB frames took 5-14 ms more there than the empty hop.
+    // copy, direct path): camera's 1 MiB frames took 4-9 ms more there than the empty hop.
     const local = overheads.filter((o) => o.localHopSecPerByte !== undefined && Number.isFinite(o.localHopSecPerByte));
     if (local.length) problem.localHopSecPerByte = Object.fromEntries(local.map((o) => [o.node, Math.max(0, o.localHopSecPerByte as number)]));
     // A node with a CPU quota also pays the runner's CPU per task from it (cpu-quota.ts): what a

@@ -10,7 +10,8 @@
 //   come from there, the sink hop's go there), fitted to latency + bytes / bandwidth per direction.
 // - local hop (local-hop-probe.ts): what a hop between two tasks on this node costs per byte beyond
 //   the empty one on the direct data path (1 MiB against an inline payload, through real runners);
-//   in the first round and then in every TASK_PROBE_EVERY-th, like the task probe's slow cadence.
+//   in the last early round (30 s: past the start of an agent, when the agents of a testbed all
+//   start together) and then in every TASK_PROBE_EVERY-th, the task probe's slow cadence.
 // The fastest of a few probes per round; rounds at start, 10 s and 30 s later (an agent starts while its
 // host is busy starting everything else), then every `everyMs`; what is published is the median of
 // the last 5 rounds, so one round under a passing load does not move the model. Published as `overhead:<node>` and the fits
@@ -207,7 +208,7 @@ export class OverheadProber {
     try {
       const n = this.roundNo++;
       const task = n < EARLY_ROUNDS_MS.length || n % TASK_PROBE_EVERY === 0;
-      const round = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { task, localHop: n % TASK_PROBE_EVERY === 0 });
+      const round = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { task, localHop: n === EARLY_ROUNDS_MS.length - 1 || (n > 0 && n % TASK_PROBE_EVERY === 0) });
       for (const [figure, kept] of [[round.taskCpuSec, this.taskRounds], [round.localHopSecPerByte, this.localRounds]] as const) {
         if (figure === undefined) continue;
         kept.push(figure);

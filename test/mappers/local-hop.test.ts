@@ -74,8 +74,8 @@ describe('mappers: the same-node hop costs its bytes (localHopSecPerByte)', () =
     expect(problemFromProfiles(app, { ...snap, overheads: [oh('a'), oh('d')] }, { nodes: ['a', 'd'] }).localHopSecPerByte).to.equal(undefined);
   });
 
-  it('perByteFromGaps: the median of the pairs\' differences over the sizes\' difference, never negative', () => {
-    const pairs = [{ big: 0.009, small: 0.004 }, { big: 0.020, small: 0.005 }, { big: 0.007, small: 0.004 }];
+  it('perByteFromGaps: the fastest large gap less the fastest small one over the sizes\' difference, never negative', () => {
+    const pairs = [{ big: 0.009, small: 0.004 }, { big: 0.020, small: 0.002 }, { big: 0.007, small: 0.004 }];
     expect(perByteFromGaps(pairs, 1_000_016, 16)).to.be.closeTo(0.005 / 1e6, 1e-18);
     expect(perByteFromGaps([{ big: 0.003, small: 0.004 }], 1_000_016, 16)).to.equal(0);
     expect(perByteFromGaps([], 1_000_016, 16)).to.equal(0);

@@ -55,9 +55,6 @@ describe('profilers: three agents on loopback', function () {
       // An empty hop through BullMQ and an empty call cost something, and far less than a second here.
       expect(o.hopSec, o.node).to.be.within(1e-5, 1);
       expect(o.invokeSec, o.node).to.be.within(1e-5, 1);
-      // The first round also times a 1 MiB hop between two tasks on the node against an inline one
-      // (local-hop-probe.ts): a cost per byte, well under 1 s per MiB here.
-      expect(o.localHopSecPerByte, o.node).to.be.within(0, 1 / 2 ** 20);
       expect(o.samples).to.be.greaterThan(0);
     }
     for (const n of NODES) {

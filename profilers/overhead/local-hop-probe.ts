@@ -3,8 +3,8 @@
 // but an output above INLINE_MAX does not ride in its delivery: the producing runner moves its file
 // into the node's store (plane.putFile) and records its lineage, the receiver needs the arrive round
 // trip, finds the blob in a store on this machine (plane.take) and copies it into its work folder
-// (task-runner copyIn). Between two camera tasks on one node (1 MiB frames) the next one started 4-9 ms
-// later after the first one's finish than the model's gap (bench/results/fidelity-quota-fastest-run*.json).
+// (task-runner copyIn). Between two camera tasks on one node (1 MiB frames) 4-9 ms more passed from
+// the first one's finish to the next one's start than the model's gap (bench/results/fidelity-quota-fastest-run*.json).
 // The probe: a two-task scratch app (`make` writes as many bytes as its input names, `take` ignores
 // them and sends a line home), two real TaskRunners in this process on the direct path with their
 // store in the scratch folder; items alternate a large payload and a small one (inline); per item
@@ -13,7 +13,7 @@
 // small one, over the difference of the sizes, so the empty hop (priced by the hop probe) cancels.
 // The fastest, as the other probes take theirs: the agents of a machine probe at the same moments.
 // On the testbed's first round (all seven agents starting at once) the median of the pairs'
-// differences gave 0-24 ms per MiB, median 20 ms, where camera's items took 4-9 ms.
+// differences gave 0-24 ms per MiB, median 20 ms, where camera's items took 4-9 ms more than the empty hop.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -230,6 +230,12 @@ export interface NodeOverhead {
    * and Redis together; profilers/overhead/task-probe.ts). Absent where no Python task can run.
    */
   taskCpuSec?: number;
+  /**
+   * Seconds per byte a hop between two tasks on this node takes beyond the empty hop (`hopSec`) on
+   * the direct data path: the output kept in the node's store, the arrive round trip, the copy into
+   * the receiver's work folder (profilers/overhead/local-hop-probe.ts). Absent where not measured.
+   */
+  localHopSecPerByte?: number;
   /** Probes behind the medians. */
   samples: number;
   updatedAt: number;

@@ -25,7 +25,8 @@ export interface Compiled {
   succBytes: Float64Array;
   /**
    * Link coefficients per ordered pair p*P+q, the receiving node's hop overhead included in c; the
-   * diagonal is the same-node transfer (0, or the hop overhead).
+   * diagonal is the same-node transfer (0, or the hop overhead in c and the local hop's cost per
+   * byte in b).
    */
   linkA: Float64Array;
   linkB: Float64Array;
@@ -71,7 +72,7 @@ export interface Compiled {
 
 const cache = new WeakMap<Problem, Compiled>();
 
-/** Transfer seconds of `bytes` from node p to node q (on the same node: the hop overhead), never negative. */
+/** Transfer seconds of `bytes` from node p to node q (on the same node: the hop overhead and the local hop's bytes), never negative. */
 export function comm(cp: Compiled, bytes: number, p: number, q: number): number {
   const k = p * cp.P + q;
   const s = (cp.linkA[k] as number) * bytes * bytes + (cp.linkB[k] as number) * bytes + (cp.linkC[k] as number);
@@ -98,6 +99,7 @@ export function compile(problem: Problem): Compiled {
 
   const invoke = Float64Array.from(nodeNames, (n) => problem.invokeOverheadSec?.[n] ?? 0);
   const hop = Float64Array.from(nodeNames, (n) => problem.hopOverheadSec?.[n] ?? 0);
+  const localPerByte = Float64Array.from(nodeNames, (n) => problem.localHopSecPerByte?.[n] ?? 0);
   const exec = new Float64Array(T * P).fill(Infinity);
   const meanExec = new Float64Array(T);
   for (let t = 0; t < T; t++) {
@@ -177,7 +179,7 @@ export function compile(problem: Problem): Compiled {
       const k = p * P + q;
       if (p === q) {
         linkA[k] = 0;
-        linkB[k] = 0;
+        linkB[k] = localPerByte[q] as number;
         linkC[k] = hop[q] as number;
         continue;
       }

@@ -18,7 +18,8 @@
 //   (1 ms + 1 Gbit/s).
 // - Resources: cpuMean/memMean (running means, as the original used), else cpuPercent/memPercent.
 // - Measured control costs (profiles.overheads): a node's invokeSec becomes its
-//   invokeOverheadSec, its hopSec its hopOverheadSec; on a machine more nodes share than it has
+//   invokeOverheadSec, its hopSec its hopOverheadSec, its localHopSecPerByte (a same-node hop's
+//   cost per byte) the problem's localHopSecPerByte; on a machine more nodes share than it has
 //   cores, the invocation costs up to the node's taskCpuSec (a no-op task's CPU through the real
 //   runner): the share of the app's widest level (dag-width.ts) the cores cannot hold queues.
 //   Nodes on one machine get the median of its nodes' costs (pooledByMachine). A node with a CPU
@@ -167,6 +168,10 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
       return [o.node, idle + queued(o.node) * Math.max(0, (o.taskCpuSec ?? 0) - idle)];
     }));
     problem.hopOverheadSec = Object.fromEntries(overheads.map((o) => [o.node, Math.max(0, o.hopSec)]));
+    // A hop between two tasks on one node also pays for its bytes (the store and the receiver's
+    // copy, direct path): camera's 1 MiB frames took 4-9 ms more there than the empty hop.
+    const local = overheads.filter((o) => o.localHopSecPerByte !== undefined && Number.isFinite(o.localHopSecPerByte));
+    if (local.length) problem.localHopSecPerByte = Object.fromEntries(local.map((o) => [o.node, Math.max(0, o.localHopSecPerByte as number)]));
     // A node with a CPU quota also pays the runner's CPU per task from it (cpu-quota.ts): what a
     // no-op task costs through the runner beyond the invocation already charged as time.
     const limited = overheads.filter((o) => o.taskCpuSec !== undefined && (problem.nodes.find((n) => n.name === o.node)?.cpus ?? Infinity) < 1);
@@ -217,11 +222,13 @@ export function pooledByMachine(overheads: NodeOverhead[], hostOf: (node: string
     const mates = h === undefined ? [] : (byHost.get(h) ?? []);
     if (mates.length < 2) return o;
     const cpu = mates.map((m) => m.taskCpuSec).filter((x): x is number => x !== undefined);
+    const local = mates.map((m) => m.localHopSecPerByte).filter((x): x is number => x !== undefined);
     return {
       ...o,
       hopSec: median(mates.map((m) => m.hopSec)),
       invokeSec: median(mates.map((m) => m.invokeSec)),
       ...(o.taskCpuSec !== undefined && cpu.length ? { taskCpuSec: median(cpu) } : {}),
+      ...(local.length ? { localHopSecPerByte: median(local) } : {}),
     };
   });
 }

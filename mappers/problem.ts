@@ -83,7 +83,7 @@ export interface Problem {
   nodes: ProblemNode[];
   /** exec[task][node] = seconds; a missing node means the task cannot run there. */
   exec: Record<string, Record<string, number>>;
-  /** Link model per ordered node pair (from != to); same-node transfer is always 0. */
+  /** Link model per ordered node pair (from != to); same-node transfer: `hopOverheadSec` and `localHopSecPerByte`, else 0. */
   links: ProblemLink[];
   /** Used for ordered pairs without an entry in `links`; without it every pair must be listed. */
   defaultLink?: LinkModel;
@@ -100,6 +100,12 @@ export interface Problem {
    * sink hop pays the sending node's.
    */
   hopOverheadSec?: Record<string, number>;
+  /**
+   * Measured cost per byte of a hop between two tasks on one node, seconds per byte, on top of its
+   * `hopOverheadSec` (the output kept in the node's store and copied into the receiver's work
+   * folder: the direct data path). A same-node edge of d bytes costs hopOverheadSec + d × this.
+   */
+  localHopSecPerByte?: Record<string, number>;
   /** Source and sink hops over the home's links (optional). */
   home?: ProblemHome;
   /**
@@ -194,6 +200,7 @@ export const problemSchema = {
     entryNodes: { type: 'object', additionalProperties: { type: 'string' } },
     invokeOverheadSec: perNodeSeconds,
     hopOverheadSec: perNodeSeconds,
+    localHopSecPerByte: perNodeSeconds,
     runnerCpuSec: perNodeSeconds,
     hostCores: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 } },
     cpuPeriodSec: { type: 'number', exclusiveMinimum: 0 },
@@ -284,7 +291,7 @@ export function problemErrors(value: unknown): string[] {
     if (!tasks.has(t)) errors.push(`/entryNodes/${t}: unknown task "${t}"`);
     if (!nodes.has(n)) errors.push(`/entryNodes/${t}: unknown node "${n}"`);
   }
-  for (const field of ['invokeOverheadSec', 'hopOverheadSec', 'runnerCpuSec'] as const) {
+  for (const field of ['invokeOverheadSec', 'hopOverheadSec', 'localHopSecPerByte', 'runnerCpuSec'] as const) {
     for (const n of Object.keys(p[field] ?? {})) if (!nodes.has(n)) errors.push(`/${field}/${n}: unknown node "${n}"`);
   }
   const hosts = new Set(p.nodes.map((n) => n.host).filter((h): h is string => h !== undefined));

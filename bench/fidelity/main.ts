@@ -129,7 +129,7 @@ interface Row {
   tasks: Record<string, { predicted: [number, number]; measured: [number, number, number] }>;
   deploySec: number;
   /** The profiles right after the deploy (what the mapper saw, give or take one refresh): per node hop / invocation ms, and each task's execution ms. */
-  profiled?: { hopMs: Record<string, number>; invokeMs: Record<string, number>; execMs: Record<string, Record<string, number>> };
+  profiled?: { hopMs: Record<string, number>; invokeMs: Record<string, number>; localHopMsPerMiB: Record<string, number | null>; execMs: Record<string, Record<string, number>> };
 }
 
 async function runOne(app: string, mapper: string, path: string, state: TestbedState, work: string, redis: Redis): Promise<Row> {
@@ -150,6 +150,7 @@ async function runOne(app: string, mapper: string, path: string, state: TestbedS
     const profiled = {
       hopMs: Object.fromEntries((snap.overheads ?? []).map((o) => [o.node, r1(o.hopSec)])),
       invokeMs: Object.fromEntries((snap.overheads ?? []).map((o) => [o.node, r1(o.invokeSec)])),
+      localHopMsPerMiB: Object.fromEntries((snap.overheads ?? []).map((o) => [o.node, o.localHopSecPerByte === undefined ? null : r1(o.localHopSecPerByte * 2 ** 20)])),
       execMs,
     };
     const ctx: Ctx = { redis, prefix: DEFAULT_PREFIX, app: await loadApp(dep.appDir), runId: dep.runId };
@@ -201,7 +202,7 @@ async function testbedPart(tbDir: string, work: string, out: Results, load: numb
     const cpuLimits = Object.fromEntries(snap.nodes.map((n) => [n.node, n.cpuLimit === undefined ? null : { cpus: n.cpuLimit, from: n.cpuLimitFrom }]));
     out.profile = { overheads: snap.overheads, homeLinks: snap.homeLinks, cpuLimits };
     log(`  CPU limits: ${Object.entries(cpuLimits).map(([n, l]) => `${n} ${l ? `${l.cpus} (${l.from})` : '-'}`).join(', ')}`);
-    log(`  control costs per node (ms, hop / invocation): ${(snap.overheads ?? []).map((o) => `${o.node} ${(o.hopSec * 1000).toFixed(1)} / ${(o.invokeSec * 1000).toFixed(1)}`).join(', ')}`);
+    log(`  control costs per node (ms, hop / invocation / same-node hop per MiB): ${(snap.overheads ?? []).map((o) => `${o.node} ${(o.hopSec * 1000).toFixed(1)} / ${(o.invokeSec * 1000).toFixed(1)} / ${o.localHopSecPerByte === undefined ? '-' : (o.localHopSecPerByte * 2 ** 20 * 1000).toFixed(1)}`).join(', ')}`);
     for (const app of APPS) {
       for (const path of PATHS) {
         for (const mapper of MAPPERS) {

@@ -7,7 +7,7 @@
 // checkSchedule accepts an input from any copy. simulate() ignores copies (one per task).
 import type { Problem } from '../problem.js';
 import type { MapResult, MapperOptions } from '../result.js';
-import { compile } from '../compile.js';
+import { comm, compile } from '../compile.js';
 import { arrival, createState, dataReady, durationAt, findSlot, findSlotIn, occupy, place, toResult } from '../engine.js';
 import type { ListState } from '../engine.js';
 import { orderByPriority, upwardRanks } from '../ranks.js';
@@ -33,6 +33,7 @@ function evaluate(st: ListState, t: number, p: number): Option | undefined {
   // Inputs from the home (source hop) come first.
   let ready = cp.srcReady[t * cp.P + p] as number;
   let crit = -1;
+  let critBytes = 0;
   let critArrive = -Infinity;
   let rest = ready;
   for (let i = cp.predStart[t] as number; i < (cp.predStart[t + 1] as number); i++) {
@@ -42,6 +43,7 @@ function evaluate(st: ListState, t: number, p: number): Option | undefined {
       rest = Math.max(rest, critArrive);
       critArrive = a;
       crit = u;
+      critBytes = cp.predBytes[i] as number;
     } else rest = Math.max(rest, a);
     if (a > ready) ready = a;
   }
@@ -54,8 +56,10 @@ function evaluate(st: ListState, t: number, p: number): Option | undefined {
   if (wu === Infinity) return plain;
   const ds = findSlotIn(bs, bf, dataReady(st, crit, p), wu);
   const df = ds + wu;
-  if (df >= critArrive) return plain;
-  const s2Ready = Math.max(rest, df);
+  // The copy's output still takes the same-node hop to t (its overhead and bytes).
+  const dReady = df + comm(cp, critBytes, p, p);
+  if (dReady >= critArrive) return plain;
+  const s2Ready = Math.max(rest, dReady);
   occupy(bs, bf, ds, df);
   const s2 = findSlotIn(bs, bf, s2Ready, w);
   let i = 0;

@@ -8,6 +8,10 @@
 //   the inputs, committing the outputs);
 // - the home's links: SET and GET of two blob sizes on the home's Redis (the source hop's bytes
 //   come from there, the sink hop's go there), fitted to latency + bytes / bandwidth per direction.
+// - local hop (local-hop-probe.ts): what a hop between two tasks on this node costs per byte beyond
+//   the empty one on the direct data path (1 MiB against an inline payload, through real runners);
+//   in the last early round (30 s: past the start of an agent, when the agents of a testbed all
+//   start together) and then in every TASK_PROBE_EVERY-th, the task probe's slow cadence.
 // The fastest of a few probes per round; rounds at start, 10 s and 30 s later (an agent starts while its
 // host is busy starting everything else), then every `everyMs`; what is published is the median of
 // the last 5 rounds, so one round under a passing load does not move the model. Published as `overhead:<node>` and the fits
@@ -21,6 +25,7 @@ import { HOME, type LinkProfile, type NodeOverhead } from '../../config/types.js
 import { Queue, Worker, type Redis } from '../../circe/queue/libs.js';
 import { PythonWorker } from '../../circe/invoke/python.js';
 import { measureTaskCost } from './task-probe.js';
+import { measureLocalHop } from './local-hop-probe.js';
 import { median } from './median.js';
 
 export interface OverheadOptions {
@@ -51,7 +56,7 @@ export function fitTwo(small: number, tSmall: number, big: number, tBig: number)
 }
 
 /** One measurement of this node's hop and invocation costs. */
-export async function measureOverhead(redis: Redis, keys: Keys, node: string, samples: number, opts: { task?: boolean } = {}): Promise<NodeOverhead> {
+export async function measureOverhead(redis: Redis, keys: Keys, node: string, samples: number, opts: { task?: boolean; localHop?: boolean } = {}): Promise<NodeOverhead> {
   const script = 'return 1';
   const rtt: number[] = [];
   for (let i = 0; i < samples; i++) rtt.push(await timed(() => redis.eval(script, 0)));
@@ -107,7 +112,12 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
   }
   // A no-op task through the real runner, as CPU time (what tasks sharing cores queue behind).
   const task = call > 0 && opts.task !== false ? await measureTaskCost(redis, '', keys.prefix, node, 10) : undefined;
-  return { node, hopSec: Math.min(...hops) + roundTrip, invokeSec: call + 2 * roundTrip, ...(task ? { taskCpuSec: task.cpuSec } : {}), samples, updatedAt: Date.now() };
+  // A 1 MiB hop between two tasks here, against an inline one (~16 task calls: not every round).
+  const local = call > 0 && opts.localHop !== false ? await measureLocalHop(redis, keys.prefix, node) : undefined;
+  return {
+    node, hopSec: Math.min(...hops) + roundTrip, invokeSec: call + 2 * roundTrip,
+    ...(task ? { taskCpuSec: task.cpuSec } : {}), ...(local ? { localHopSecPerByte: local.secPerByte } : {}), samples, updatedAt: Date.now(),
+  };
 }
 
 /** Fits of node -> home (SET) and home -> node (GET) on the home's Redis. */
@@ -146,7 +156,12 @@ const TASK_PROBE_EVERY = 10;
 export function smooth(rounds: NodeOverhead[]): NodeOverhead {
   const last = rounds[rounds.length - 1]!;
   const task = rounds.flatMap((r) => (r.taskCpuSec === undefined ? [] : [r.taskCpuSec]));
-  return { ...last, hopSec: median(rounds.map((r) => r.hopSec)), invokeSec: median(rounds.map((r) => r.invokeSec)), ...(task.length ? { taskCpuSec: median(task) } : {}), samples: rounds.reduce((a, r) => a + r.samples, 0) };
+  const local = rounds.flatMap((r) => (r.localHopSecPerByte === undefined ? [] : [r.localHopSecPerByte]));
+  return {
+    ...last, hopSec: median(rounds.map((r) => r.hopSec)), invokeSec: median(rounds.map((r) => r.invokeSec)),
+    ...(task.length ? { taskCpuSec: median(task) } : {}), ...(local.length ? { localHopSecPerByte: median(local) } : {}),
+    samples: rounds.reduce((a, r) => a + r.samples, 0),
+  };
 }
 
 function smoothLink(rounds: LinkProfile[]): LinkProfile {
@@ -160,8 +175,9 @@ export class OverheadProber {
   private running?: Promise<void>;
   private conn?: Redis;
   private readonly rounds: NodeOverhead[] = [];
-  /** Task CPU figures kept apart: most rounds do not measure it. */
+  /** Task CPU and local hop figures kept apart: most rounds do not measure them. */
   private readonly taskRounds: number[] = [];
+  private readonly localRounds: number[] = [];
   private roundNo = 0;
   private readonly linkRounds: LinkProfile[][] = [];
   last?: NodeOverhead;
@@ -192,10 +208,11 @@ export class OverheadProber {
     try {
       const n = this.roundNo++;
       const task = n < EARLY_ROUNDS_MS.length || n % TASK_PROBE_EVERY === 0;
-      const round = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { task });
-      if (round.taskCpuSec !== undefined) {
-        this.taskRounds.push(round.taskCpuSec);
-        if (this.taskRounds.length > ROUNDS_KEPT) this.taskRounds.shift();
+      const round = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { task, localHop: n === EARLY_ROUNDS_MS.length - 1 || (n > 0 && n % TASK_PROBE_EVERY === 0) });
+      for (const [figure, kept] of [[round.taskCpuSec, this.taskRounds], [round.localHopSecPerByte, this.localRounds]] as const) {
+        if (figure === undefined) continue;
+        kept.push(figure);
+        if (kept.length > ROUNDS_KEPT) kept.shift();
       }
       this.rounds.push(round);
       this.linkRounds.push(await measureHomeLinks(conn, this.keys, this.node, this.opts.homeProbeBytes, this.opts.samples));
@@ -203,6 +220,7 @@ export class OverheadProber {
       if (this.linkRounds.length > ROUNDS_KEPT) this.linkRounds.shift();
       const o = smooth(this.rounds);
       if (this.taskRounds.length) o.taskCpuSec = median(this.taskRounds);
+      if (this.localRounds.length) o.localHopSecPerByte = median(this.localRounds);
       const links = [0, 1].map((i) => smoothLink(this.linkRounds.map((r) => r[i]!)));
       const pipe = this.redis.multi().set(this.keys.overhead(this.node), JSON.stringify(o));
       for (const l of links) pipe.set(this.keys.linkFit(l.from, l.to), JSON.stringify(l));

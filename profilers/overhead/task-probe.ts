@@ -7,19 +7,19 @@
 // The probe: a one-task scratch app (a no-op Python task whose output goes home), a real
 // TaskRunner in this process on a private key prefix, `items` items one after the other; CPU of
 // this process + the task's Python worker + the Redis server (INFO cpu) per item. Removed after.
-import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
-import { loadApp } from '../../config/app/load.js';
 import { configureApp } from '../../circe/queue/settings.js';
 import { teardownAppKeys } from '../../circe/queue/teardown.js';
 import { appKeys } from '../../circe/queue/keys.js';
 import { submitItems } from '../../circe/home/source.js';
 import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
+import { writeScratchApp } from './scratch-app.js';
 
 export interface TaskCost {
   /** CPU seconds per task (runner + worker + Redis), median of the items after a warm-up. */
@@ -72,13 +72,7 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
   for (const c of conns) c.on('error', () => undefined);
   let runner: TaskRunner | undefined;
   try {
-    await mkdir(join(appDir, 'scripts'), { recursive: true });
-    await mkdir(join(appDir, 'sample_input'), { recursive: true });
-    await writeFile(join(appDir, 'configuration.txt'), `1\n${TASK} 1 true home\n`);
-    await writeFile(join(appDir, 'scripts', `${TASK}.py`), SCRIPT);
-    await writeFile(join(appDir, 'scripts', 'config.json'), JSON.stringify({ taskname_map: { [TASK]: [TASK, true] }, exec_profiler: { [TASK]: true } }));
-    await writeFile(join(appDir, 'sample_input', '1input.txt'), 'probe\n');
-    const app = await loadApp(appDir);
+    const app = await writeScratchApp(appDir, [{ name: TASK, children: ['home'], script: SCRIPT }]);
     await configureApp(redis, prefix, app.name, {});
     runner = await TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: conns[0]!, workerRedis: conns[1]! } });
     const k = appKeys(prefix, app.name);

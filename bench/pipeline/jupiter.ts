@@ -177,6 +177,19 @@ export class Ours {
     return { e2e, keys, items };
   }
 
+  /**
+   * CPU each process spent per item (ms) and Redis calls per item while `run` streams `items`
+   * (bench:peers' breakdown: an isolated item's CPU, every process counted).
+   */
+  async cpuDuring<T>(items: number, run: () => Promise<T>): Promise<{ result: T; cpuMs: Record<string, number>; redis: Awaited<ReturnType<typeof redisCalls>> }> {
+    await this.redis.config('RESETSTAT');
+    this.meter.begin();
+    const result = await run();
+    const us = this.meter.end(items);
+    const redis = await redisCalls(this.redis, items);
+    return { result, cpuMs: Object.fromEntries(Object.entries(us).map(([k, v]) => [k, v / 1000])), redis };
+  }
+
   /** Each item's record and runtime record (bench:peers' breakdown of an isolated item's time). */
   async records(items: string[]): Promise<Array<{ item: Record<string, string>; rt: Record<string, string> }>> {
     const k = appKeys(this.prefix, this.app.name);

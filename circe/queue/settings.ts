@@ -84,7 +84,11 @@ export async function configureApp(redis: Redis, prefix: string, app: string, s:
 }
 
 export async function readSettings(redis: Redis, prefix: string, app: string): Promise<PipelineSettings> {
-  const raw = await redis.hget(appKeys(prefix, app).settings, 'json');
+  return parseSettings(await redis.hget(appKeys(prefix, app).settings, 'json'));
+}
+
+/** The app's settings from their stored JSON (HGET <settings> json); the defaults when none. */
+export function parseSettings(raw: string | null): PipelineSettings {
   if (!raw) return { ...DEFAULT_SETTINGS };
   return checkSettings(JSON.parse(raw) as Partial<PipelineSettings>);
 }

@@ -1,5 +1,5 @@
 // Status data of a deployed app for `jupiter status`: queue depths, counts, makespans, dead letters.
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { AppSpec } from '../../config/types.js';
 import type { DeadLetter } from './failures.js';
 import { appKeys, SINK_QUEUE } from './keys.js';
@@ -40,10 +40,20 @@ export interface AppStatus {
  * the jobs that carry them. One round trip, in which Redis reads every set at the same instant.
  */
 export async function queueDepths(redis: Redis, prefix: string, app: AppSpec): Promise<Record<string, number>> {
+  const p = pipeline(redis);
+  const depths = readDepths(p, prefix, app);
+  return depths(await execOrThrow(p), 0);
+}
+
+/**
+ * Queue the reads of queueDepths on a pipeline that carries other reads too; the function
+ * returned takes the pipeline's replies and the index of the first of these.
+ */
+export function readDepths(pipe: ChainableCommander, prefix: string, app: AppSpec): (replies: unknown[], at: number) => Record<string, number> {
   const keys = appKeys(prefix, app.name);
   const names = [...app.dagTasks, SINK_QUEUE];
-  const counts = (await execOrThrow(names.reduce((p, n) => p.scard(keys.queued(n)), pipeline(redis)))) as number[];
-  return Object.fromEntries(names.map((n, i) => [n, counts[i]!]));
+  for (const n of names) pipe.scard(keys.queued(n));
+  return (replies, at) => Object.fromEntries(names.map((n, i) => [n, Number(replies[at + i])]));
 }
 
 export function percentile(sorted: number[], p: number): number | undefined {

@@ -12,7 +12,7 @@ import type { ItemDoneEvent } from '../../config/events.js';
 import { connectRedis } from '../queue/connection.js';
 import { itemDoneEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext } from '../queue/failures.js';
-import { appKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
+import { appKeys, quietKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
 import { BUNDLE_MAX, LUA_BYTES_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
@@ -252,6 +252,7 @@ export class Sink {
     const fin = pipeline(this.redis) as ReturnType<Redis['pipeline']> & {
       jDeliver(...a: Array<string | number>): unknown;
       jFinish(...a: Array<string | number>): unknown;
+      jQuiet(...a: string[]): unknown;
     };
     // Reply index of each file's finish (a phantom's follows its counter).
     const at: number[] = [];
@@ -269,6 +270,8 @@ export class Sink {
       }
       at[i] = n - 1;
     });
+    // Ridden along last (its reply is not read): see scripts.ts QUIET.
+    if (n > 0) fin.jQuiet(...quietKeys(k, SINK_QUEUE));
     const res = n > 0 ? await execOrThrow(fin) : [];
     return ds.map((_, i) => {
       if (outcomes[i]) return outcomes[i]!;

@@ -15,6 +15,8 @@ import { pipeline } from './pipeline.js';
 export interface ScriptedPipeline extends ChainableCommander {
   jRelease(blobPrefix: string, blob: string, holder: string): ScriptedPipeline;
   jFinish(pending: string, item: string, stats: string, makespans: string, queued: string, id: string, now: number, eventsMaxLen: number, app: string): ScriptedPipeline;
+  /** See scripts.ts QUIET: the keys from quietKeys. */
+  jQuiet(wait: string, prioritized: string, marker: string): ScriptedPipeline;
 }
 
 /** What a join stores per collected input. */

@@ -109,3 +109,12 @@ export function appKeys(prefix: string, app: string): AppKeys {
     linkTransfers: (f, t) => k.linkTransfers(f, t),
   };
 }
+
+/**
+ * BullMQ's keys of a queue that QUIET (scripts.ts) reads: its wait list, prioritized set and
+ * wake-up marker (`<queuePrefix>:<queue>:<type>`, BullMQ's layout, as status.ts reads it).
+ */
+export function quietKeys(k: AppKeys, queue: string): [string, string, string] {
+  const q = `${k.queuePrefix}:${queue}:`;
+  return [`${q}wait`, `${q}prioritized`, `${q}marker`];
+}

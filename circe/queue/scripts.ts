@@ -332,6 +332,20 @@ const FINISH = FINISH_FN + `
 return finish_item(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], KEYS[5], ARGV[3], ARGV[4])
 `;
 
+// BullMQ re-adds a queue's wake-up marker each time it hands out a job (so that other workers of
+// the queue look again). A Jupiter queue has one consumer, so after each job that consumer's next
+// blocking wait returns at once and asks for a job that is not there: two round trips and two
+// wake-ups of the runner and of Redis per item and stage, which on these VMs cost more CPU than
+// the item's own work. The consumer drops that marker as it finishes a job, when nothing waits in
+// its queue (a job added later adds its own; a delayed retry's marker is another member).
+// KEYS: the queue's wait list, prioritized set, marker set
+const QUIET = `
+if redis.call('LLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 then
+  redis.call('ZREM', KEYS[3], '0')
+end
+return 0
+`;
+
 export interface ScriptedRedis extends Redis {
   /** numKeys, keys, args: see ARRIVE. */
   jArriveBuffer(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<Buffer[][]>;
@@ -358,6 +372,7 @@ export function withScripts(redis: Redis): ScriptedRedis {
     redis.defineCommand('jDeliver', { numberOfKeys: 6, lua: DELIVER });
     redis.defineCommand('jRelease', { numberOfKeys: 0, lua: RELEASE });
     redis.defineCommand('jFinish', { numberOfKeys: 5, lua: FINISH });
+    redis.defineCommand('jQuiet', { numberOfKeys: 3, lua: QUIET });
   }
   return r;
 }

@@ -7,7 +7,7 @@ import type { TaskEvent } from '../../config/events.js';
 import { queueLineage, type LineageCall } from '../dataplane/lineage.js';
 import { addEvent } from '../queue/events.js';
 import type { ScriptedPipeline, StoredInput } from '../queue/failures.js';
-import type { AppKeys } from '../queue/keys.js';
+import { quietKeys, type AppKeys } from '../queue/keys.js';
 import type { ScriptedRedis } from '../queue/scripts.js';
 import type { PipelineSettings } from '../queue/settings.js';
 import { execOrThrow, type AppQueues, type QueuedJob, type Staged } from '../queue/transport.js';
@@ -86,6 +86,8 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   // (orchestrator/adapt); queued last so the replies above keep their positions.
   for (const r of runs) pipe.hset(k.rt(r.d.item), `${T}|in`, r.inputs.reduce((a, inp) => a + (inp.size ?? 0), 0));
   ctx.rideAlong?.(pipe);
+  // Last, its reply unread: this queue's stale wake-up marker (scripts.ts QUIET).
+  pipe.jQuiet(...quietKeys(k, T));
   const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];
   let r = 0;

@@ -122,7 +122,7 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
   const settings = opts.settings ?? parseSettings(replies[0] as string | null);
   const taken = replies.slice(s0, s0 + jobs.length) as number[];
   let depthsAhead: Record<string, number> | undefined = depthsOf(replies, s0 + jobs.length);
-  const queues = new AppQueues(redis, prefix, app.name, settings);
+  const queues = queuesFor(redis, prefix, app.name, settings);
   try {
     for (const [f, size] of sizes) {
       if (size > settings.maxBlobBytes) {
@@ -157,7 +157,8 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
       const bytes = await Promise.all(chunk.map((j) => Promise.all(j.files.map((f) => (sizes.get(f)! <= SYNC_READ_BYTES ? readFileSync(f) : readFile(f))))));
       const enteredAt = Date.now();
       const batch = chunk.map((j, k) => ({ item: ids[i + k]!, file: j.files[0]!, name: basename(j.files[0]!), files: j.files, enteredAt }));
-      await queues.sendMany(
+      let countAt = 0;
+      const replies = await queues.sendMany(
         batch.map((b, k) => ({ item: b.item, from: SINK_QUEUE, files: b.files.map((f, m) => ({ name: basename(f), bytes: bytes[k]![m]!, to: app.entryTasks })) })),
         (pipe) => {
           for (const b of batch) {
@@ -165,6 +166,9 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
             pipe.zadd(keys.items, enteredAt, b.item);
           }
           pipe.hincrby(keys.stats, 'items:submitted', n);
+          // The item count for the trim below, in this round trip rather than one of its own.
+          countAt = pipe.length;
+          pipe.zcard(keys.items);
         },
       );
       out.push(...batch);
@@ -172,14 +176,43 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
       opts.onProgress?.(i, jobs.length);
       sinceTrim += n;
       if (sinceTrim >= 256 || i === jobs.length) {
-        await trimItems(redis, prefix, app, settings.keepItems);
+        await trimItems(redis, prefix, app, settings.keepItems, Number(replies[countAt]));
         sinceTrim = 0;
       }
     }
     return out;
-  } finally {
-    await queues.close();
+  } catch (e) {
+    dropQueues(redis, prefix, app.name);
+    throw e;
   }
+}
+
+/**
+ * The source's queues, kept per connection and app across submits while the settings stay the
+ * same: a new BullMQ Queue object writes its queue's meta on its first add, one more write and
+ * reply per submit (each submit of a closed-loop client otherwise made them anew).
+ */
+const sourceQueues = new WeakMap<Redis, Map<string, { settings: string; queues: AppQueues }>>();
+
+function queuesFor(redis: Redis, prefix: string, app: string, settings: PipelineSettings): AppQueues {
+  let byApp = sourceQueues.get(redis);
+  if (!byApp) sourceQueues.set(redis, (byApp = new Map()));
+  const key = `${prefix}\n${app}`;
+  const json = JSON.stringify(settings);
+  const kept = byApp.get(key);
+  if (kept?.settings === json) return kept.queues;
+  void kept?.queues.close().catch(() => undefined);
+  const queues = new AppQueues(redis, prefix, app, settings);
+  byApp.set(key, { settings: json, queues });
+  return queues;
+}
+
+/** Forget an app's kept queues (after a failed submit: the next one starts afresh). */
+function dropQueues(redis: Redis, prefix: string, app: string): void {
+  const byApp = sourceQueues.get(redis);
+  const kept = byApp?.get(`${prefix}\n${app}`);
+  byApp?.delete(`${prefix}\n${app}`);
+  void kept?.queues.close().catch(() => undefined);
 }
 
 /**
@@ -188,9 +221,10 @@ export async function submitItems(redis: Redis, prefix: string, app: AppSpec, fi
  * which on a fast stream is millions of keys (3,000 items/s x 3 tasks x 1 h). An item still in
  * flight keeps its records (its makespan and delivered set are still to be written).
  */
-export async function trimItems(redis: Redis, prefix: string, app: AppSpec, keep: number): Promise<number> {
+export async function trimItems(redis: Redis, prefix: string, app: AppSpec, keep: number, count?: number): Promise<number> {
   const keys = appKeys(prefix, app.name);
-  const excess = (await redis.zcard(keys.items)) - keep;
+  // `count`: the app's item count, when the caller read it already.
+  const excess = (count ?? (await redis.zcard(keys.items))) - keep;
   if (excess <= 0) return 0;
   const oldest = await redis.zrange(keys.items, 0, String(excess - 1));
   const done = (await execOrThrow(oldest.reduce((p, id) => p.hexists(keys.item(id), 'doneAt'), pipeline(redis)))) as number[];

@@ -158,9 +158,10 @@ export class AppQueues {
 
   /**
    * Several items at once (the source's batches): one script stores every blob, then one
-   * bundle per receiving queue. `before` adds commands that run ahead of the blob writes.
+   * bundle per receiving queue. `before` adds commands that run ahead of the blob writes;
+   * returns their replies (the pipeline's, which start with them).
    */
-  async sendMany(batch: Array<{ item: string; from: string; files: OutgoingFile[] }>, before?: (pipe: ChainableCommander) => void): Promise<string[]> {
+  async sendMany(batch: Array<{ item: string; from: string; files: OutgoingFile[] }>, before?: (pipe: ChainableCommander) => void): Promise<unknown[]> {
     const pipe = pipeline(this.redis) as ChainableCommander & { jStage(...a: Array<string | number | Buffer>): unknown };
     before?.(pipe);
     const keys: string[] = [];
@@ -186,8 +187,8 @@ export class AppQueues {
     if (keys.length > 0) pipe.jStage(keys.length, ...keys, ...args);
     // Sent together: the queues share this connection, so Redis runs the blob writes before
     // the adds; the caller still waits for all of them before it marks its own job done.
-    await Promise.all([execOrThrow(pipe), this.enqueue(jobs)]);
-    return jobs.map((j) => j.d.id);
+    const [replies] = await Promise.all([execOrThrow(pipe), this.enqueue(jobs)]);
+    return replies;
   }
 
   async close(): Promise<void> {

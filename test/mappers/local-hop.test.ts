@@ -6,23 +6,11 @@ import { loadApp } from '../../config/app/load.js';
 import type { NodeOverhead, ProfileSnapshot } from '../../config/types.js';
 import type { Problem } from '../../mappers/index.js';
 import { checkSchedule, listMappers, mappers, problemErrors, problemFromProfiles, simulate } from '../../mappers/index.js';
+import { chainProblem } from './samples.js';
 import { perByteFromGaps } from '../../profilers/overhead/local-hop-probe.js';
 
-const MB = 1e6;
-
 /** a -> b -> c, 1 MB between tasks, two nodes joined by 100 MB/s (10 ms per MB), hop 3 ms on each. */
-function chain(extra: Partial<Problem> = {}): Problem {
-  return {
-    tasks: ['a', 'b', 'c'],
-    edges: [{ from: 'a', to: 'b', bytes: MB }, { from: 'b', to: 'c', bytes: MB }],
-    nodes: [{ name: 'n1' }, { name: 'n2' }],
-    exec: { a: { n1: 0.1, n2: 0.1 }, b: { n1: 0.2, n2: 0.2 }, c: { n1: 0.3, n2: 0.3 } },
-    links: [],
-    defaultLink: { latencySec: 0, bandwidthBytesPerSec: 100 * MB },
-    hopOverheadSec: { n1: 0.003, n2: 0.003 },
-    ...extra,
-  };
-}
+const chain = (extra: Partial<Problem> = {}): Problem => chainProblem({ hopOverheadSec: { n1: 0.003, n2: 0.003 }, ...extra });
 
 describe('mappers: the same-node hop costs its bytes (localHopSecPerByte)', () => {
   it('a same-node edge of d bytes costs the hop overhead + d x the node\'s cost per byte; cross-node edges keep their link', () => {

@@ -5,22 +5,12 @@ import { loadApp } from '../../config/app/load.js';
 import type { ProfileSnapshot } from '../../config/types.js';
 import type { Problem } from '../../mappers/index.js';
 import { checkSchedule, listMappers, mappers, problemErrors, problemFromProfiles, simulate } from '../../mappers/index.js';
-import { topcuogluSample } from './samples.js';
+import { chainProblem, topcuogluSample } from './samples.js';
 
 const MB = 1e6;
 
 /** a -> b -> c, 1 MB between tasks, two nodes joined by 100 MB/s, home behind 1 MB/s to n1 and 10 MB/s to n2. */
-function chain(extra: Partial<Problem> = {}): Problem {
-  return {
-    tasks: ['a', 'b', 'c'],
-    edges: [{ from: 'a', to: 'b', bytes: MB }, { from: 'b', to: 'c', bytes: MB }],
-    nodes: [{ name: 'n1' }, { name: 'n2' }],
-    exec: { a: { n1: 0.1, n2: 0.1 }, b: { n1: 0.2, n2: 0.2 }, c: { n1: 0.3, n2: 0.3 } },
-    links: [],
-    defaultLink: { latencySec: 0, bandwidthBytesPerSec: 100 * MB },
-    ...extra,
-  };
-}
+const chain = chainProblem;
 
 const home: Problem['home'] = {
   sources: [{ task: 'a', bytes: MB }],

@@ -42,3 +42,17 @@ export function problemFromLines(lines: string[], nodes = ['node1', 'node2', 'no
     defaultLink: { latencySec: 0.001, bandwidthBytesPerSec: 1e6 },
   };
 }
+
+/** a -> b -> c, 1 MB between tasks, two nodes joined by 100 MB/s (10 ms per MB). */
+export function chainProblem(extra: Partial<Problem> = {}): Problem {
+  const MB = 1e6;
+  return {
+    tasks: ['a', 'b', 'c'],
+    edges: [{ from: 'a', to: 'b', bytes: MB }, { from: 'b', to: 'c', bytes: MB }],
+    nodes: [{ name: 'n1' }, { name: 'n2' }],
+    exec: { a: { n1: 0.1, n2: 0.1 }, b: { n1: 0.2, n2: 0.2 }, c: { n1: 0.3, n2: 0.3 } },
+    links: [],
+    defaultLink: { latencySec: 0, bandwidthBytesPerSec: 100 * MB },
+    ...extra,
+  };
+}

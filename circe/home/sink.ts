@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import type { ItemDoneEvent } from '../../config/events.js';
 import { connectRedis } from '../queue/connection.js';
 import { itemDoneEvent } from '../queue/events.js';
-import { failDelivery, failJob, stalledOut, type FailureContext } from '../queue/failures.js';
+import { failDelivery, failJob, stalledOut, type FailureContext, type ScriptedPipeline } from '../queue/failures.js';
 import { appKeys, quietKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
 import { BUNDLE_MAX, LUA_BYTES_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
@@ -249,11 +249,7 @@ export class Sink {
       }
     }));
     const now = Date.now();
-    const fin = pipeline(this.redis) as ReturnType<Redis['pipeline']> & {
-      jDeliver(...a: Array<string | number>): unknown;
-      jFinish(...a: Array<string | number>): unknown;
-      jQuiet(...a: string[]): unknown;
-    };
+    const fin = pipeline(this.redis) as ScriptedPipeline & { jDeliver(...a: Array<string | number>): unknown };
     // Reply index of each file's finish (a phantom's follows its counter).
     const at: number[] = [];
     let n = 0;

@@ -110,11 +110,12 @@ export function appKeys(prefix: string, app: string): AppKeys {
   };
 }
 
-/**
- * BullMQ's keys of a queue that QUIET (scripts.ts) reads: its wait list, prioritized set and
- * wake-up marker (`<queuePrefix>:<queue>:<type>`, BullMQ's layout, as status.ts reads it).
- */
+/** One of BullMQ's keys of a queue (its layout: `<queuePrefix>:<queue>:<type>`; a job's hash is `<type>` = its id). */
+export function bullKey(k: AppKeys, queue: string, type: string): string {
+  return `${k.queuePrefix}:${queue}:${type}`;
+}
+
+/** BullMQ's keys of a queue that QUIET (scripts.ts) reads: its wait list, prioritized set and wake-up marker. */
 export function quietKeys(k: AppKeys, queue: string): [string, string, string] {
-  const q = `${k.queuePrefix}:${queue}:`;
-  return [`${q}wait`, `${q}prioritized`, `${q}marker`];
+  return [bullKey(k, queue, 'wait'), bullKey(k, queue, 'prioritized'), bullKey(k, queue, 'marker')];
 }

@@ -2,7 +2,7 @@
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { AppSpec } from '../../config/types.js';
 import type { DeadLetter } from './failures.js';
-import { appKeys, SINK_QUEUE } from './keys.js';
+import { appKeys, bullKey, SINK_QUEUE } from './keys.js';
 import { execOrThrow } from './transport.js';
 import { pipeline } from './pipeline.js';
 
@@ -72,7 +72,7 @@ export function percentile(sorted: number[], p: number): number | undefined {
 export async function getStatus(redis: Redis, prefix: string, app: AppSpec, opts: { deadLetters?: number } = {}): Promise<AppStatus> {
   const k = appKeys(prefix, app.name);
   const names = [...app.dagTasks, SINK_QUEUE];
-  const q = (name: string, type: string): string => `${k.queuePrefix}:${name}:${type}`;
+  const q = (name: string, type: string): string => bullKey(k, name, type);
   const p = pipeline(redis)
     .hgetall(k.stats)
     .lrange(k.makespans, 0, -1)

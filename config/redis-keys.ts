@@ -23,6 +23,8 @@
 //   P agent:<node>:inbox               list   requests to one agent (JSON messages: exec profiling,
 //                                             WAVE assignments); the agent BLPOPs it
 //   P reply:<id>                       list   replies to one request (agents RPUSH, requester BLPOPs); TTL
+//   P agents:joined                    pub/sub channel: an agent that registers publishes its node name,
+//                                             so running agents take it as a peer at once
 
 export const DEFAULT_PREFIX = 'jupiter:';
 
@@ -51,6 +53,8 @@ export interface Keys {
   agentInbox(node: string): string;
   /** Replies to one request id. */
   reply(id: string): string;
+  /** Pub/sub channel on which a starting agent announces itself (profilers/agent). */
+  agentsJoined(): string;
   /** Set of deployed app names; the telemetry bridge also finds apps by SCAN. */
   apps(): string;
   /** Capped stream of the app's runtime events (config/events.ts), field `json`. */
@@ -84,5 +88,6 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     remaps: (a) => `${p}app:${a}:remaps`,
     agentInbox: (n) => `${p}agent:${n}:inbox`,
     reply: (id) => `${p}reply:${id}`,
+    agentsJoined: () => `${p}agents:joined`,
   };
 }

@@ -1,8 +1,9 @@
 // The scheduling problem every mapper solves, in Jupiter units (seconds, bytes).
 // The JSON form is documented in mappers/README.md and checked by the ajv schema below plus
 // the cross-reference checks ajv cannot express (names, duplicates, cycles, missing links).
-import { Ajv, type ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { inputError } from '../config/errors.js';
+import { ajvClass } from '../config/schemas/ajv.js';
 
 /**
  * Transfer seconds = a*bytes^2 + b*bytes + c (DRUPE's quadratic, already in seconds and bytes).
@@ -225,8 +226,16 @@ export const problemSchema = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: true, strict: true });
-const validateShape = ajv.compile(problemSchema);
+// Compiled on first use, not at import: every CLI process imports this module (through the
+// mappers), few of them check a problem file.
+let shapeValidator: ValidateFunction | undefined;
+function validateShape(): ValidateFunction {
+  if (!shapeValidator) {
+    const Ajv = ajvClass();
+    shapeValidator = new Ajv({ allErrors: true, strict: true }).compile(problemSchema);
+  }
+  return shapeValidator;
+}
 
 function ajvMessage(e: ErrorObject): string {
   const where = e.instancePath || '(top level)';
@@ -237,9 +246,10 @@ function ajvMessage(e: ErrorObject): string {
 
 /** Every problem with a problem, in words; empty when the problem is valid. */
 export function problemErrors(value: unknown): string[] {
-  if (!validateShape(value)) {
+  const validate = validateShape();
+  if (!validate(value)) {
     // oneOf branches report their own errors too; keep the summary line and drop the noise.
-    const errs = validateShape.errors ?? [];
+    const errs = validate.errors ?? [];
     const oneOfPaths = errs.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath);
     return [...new Set(errs
       .filter((e) => e.keyword === 'oneOf' || !oneOfPaths.some((p) => e.instancePath.startsWith(p) && e.schemaPath.includes('oneOf')))

@@ -1,7 +1,9 @@
 // The node agent: registers in Redis with a heartbeat, serves the probe endpoint, runs the
 // network and resource profilers, and executes requests from its Redis inbox (execution
 // profiling, distributed WAVE). stop() deregisters, so a clean shutdown disappears at once;
-// a killed agent disappears when its heartbeat key expires.
+// a killed agent disappears when its heartbeat key expires. A starting agent announces itself on
+// a pub/sub channel, so the running ones take it as a peer (and bootstrap their probes to it) at
+// once instead of at their next heartbeat: a fresh cluster's profile is complete sooner.
 import { maskUrl } from '../../config/cluster/mask.js';
 import { hostname } from 'node:os';
 import { Redis } from '../../circe/queue/libs.js';
@@ -52,6 +54,8 @@ export class Agent {
   readonly keys: Keys;
   private redis?: Redis;
   private inboxConn?: Redis;
+  /** Subscribed to keys.agentsJoined(); undefined where the Redis user may not subscribe. */
+  private joinSub?: Redis;
   private readonly server: ProbeServer;
   private network?: NetworkProfiler;
   private loss?: LossProber;
@@ -121,7 +125,15 @@ export class Agent {
       hostname: hostname(),
     };
     this.running = true;
+    // Subscribed before registering, announced after: of two agents starting together, the later
+    // one's read of the live agents sees the earlier, and the earlier hears the later's announcement.
+    await this.listenForPeers();
     await this.beat();
+    try {
+      await redis.publish(this.keys.agentsJoined(), this.node);
+    } catch (e) {
+      this.log(`announcing this agent failed (peers find it at their next heartbeat): ${(e as Error).message}`);
+    }
     this.beatTimer = setInterval(() => void this.beat(), this.reg.periodMs);
 
     this.resources = new ResourceProfiler(redis, this.keys, this.node, { ...defaultResourceOptions(), ...o.resource }, this.log);
@@ -146,11 +158,32 @@ export class Agent {
     if (!this.running || !this.redis || !this.reg) return;
     try {
       await heartbeat(this.redis, this.keys, this.reg);
-      this.live = await liveAgents(this.redis, this.keys);
-      this.network?.setPeers(this.live);
-      this.loss?.setPeers(this.live);
+      await this.readPeers();
     } catch (e) {
       this.log(`heartbeat failed: ${(e as Error).message}`);
+    }
+  }
+
+  private async readPeers(): Promise<void> {
+    this.live = await liveAgents(this.redis!, this.keys);
+    this.network?.setPeers(this.live);
+    this.loss?.setPeers(this.live);
+  }
+
+  /** Another agent announcing itself: read the live agents now (the heartbeat does so anyway). */
+  private async listenForPeers(): Promise<void> {
+    const sub = this.redis!.duplicate();
+    sub.on('error', () => undefined); // ioredis reconnects and subscribes again
+    sub.on('message', (_channel: string, node: string) => {
+      if (node === this.node || !this.running) return;
+      this.readPeers().catch((e: Error) => this.log(`reading the agents after ${node} joined failed: ${e.message}`));
+    });
+    try {
+      await sub.subscribe(this.keys.agentsJoined());
+      this.joinSub = sub;
+    } catch (e) {
+      sub.disconnect();
+      this.log(`cannot subscribe to ${this.keys.agentsJoined()} (new peers are found at the next heartbeat): ${(e as Error).message}`);
     }
   }
 
@@ -206,6 +239,7 @@ export class Agent {
     clearInterval(this.beatTimer);
     this.resources?.stop();
     this.inboxConn?.disconnect();
+    this.joinSub?.disconnect();
     await Promise.allSettled([this.network?.stop(), this.loss?.stop(), this.overhead?.stop(), this.inboxLoop, this.server.close()]);
     await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 2000))]);
     try {

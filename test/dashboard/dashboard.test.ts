@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { haveMosquitto, startMosquitto, type TestMosquitto } from '../support/mosquitto.js';
 import { haveChromium, launchChromium, type TestBrowser } from '../support/chromium.js';
+import { ownTempFolder } from '../support/own-temp.js';
 import { DashboardServer } from '../../orchestrator/dashboard/server.js';
 import type { AppEvent } from '../../config/events.js';
 import {
@@ -38,6 +39,17 @@ for (const kind of ['aedes', 'mosquitto'] as const) {
     const rec = mappingRecord(SEVEN);
     const nodes = ['node1', 'node2', 'node3'];
 
+    const teardown = async (): Promise<void> => {
+      await browser?.close();
+      await server?.stop();
+      await mosq?.dispose();
+      client?.disconnect();
+      await redis?.stop();
+    };
+    // The aedes run (with its screenshot) has a temp folder of its own and must leave it empty.
+    if (kind === 'aedes') ownTempFolder(teardown);
+    else after(teardown);
+
     before(async function () {
       if (!haveChromium() || (kind === 'mosquitto' && !haveMosquitto())) this.skip();
       redis = await startTestRedis();
@@ -58,14 +70,6 @@ for (const kind of ['aedes', 'mosquitto'] as const) {
       browser = await launchChromium();
       page = await browser.newPage();
       await page.goto(server.url);
-    });
-
-    after(async () => {
-      await browser?.close();
-      await server?.stop();
-      await mosq?.dispose();
-      client?.disconnect();
-      await redis?.stop();
     });
 
     it('draws every task with its mapped node, idle before any event', async () => {

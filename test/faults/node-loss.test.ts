@@ -1,6 +1,7 @@
 // Fault 3: lose a node. The embedded default deployed through the real CLI in a temporary working
-// directory; while ~500 items stream, one node's agent and that node's runners and supervisors are
-// killed with -9. The hub's reconciler must notice within 10 s (heartbeat TTL 7.5 s), move the
+// directory; while 250 items stream, one node's agent and that node's runners and supervisors are
+// killed with -9 (after 60 deliveries: the other 190 wait in the queues or in hand through the
+// ~7 s until the loss is detected, and are delivered after; 500 items took 10 s more in CI). The hub's reconciler must notice within 10 s (heartbeat TTL 7.5 s), move the
 // tasks to the surviving nodes and start runners there, and every item must arrive exactly once.
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { cliSuite } from '../support/cli-suite.js';
 
 const APP = 'nodeloss';
 const PREFIX = 'jupiter:';
-const N = 500;
+const N = 250;
 
 describe('fault: a node is lost mid-stream (real CLI, embedded stack, process runtime)', function () {
   this.timeout(180_000);

@@ -3,13 +3,18 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli.js';
+import { ownTempFolder } from '../support/own-temp.js';
 import { topcuogluSample } from './samples.js';
 
 describe('jupiter map', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'jupiter-map-'));
+  let dir = '';
   // Run outside the checkout's config files: the embedded default cluster (node1..node3).
   const env = { JUPITER_CONFIG: '' };
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  // With a temp folder of its own, left empty (the CLI runs see it too).
+  ownTempFolder(() => rmSync(dir, { recursive: true, force: true }));
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'jupiter-map-'));
+  });
 
   it('rejects an unknown mapper name before contacting any agent or Redis', async () => {
     // A Redis URL nobody listens on: reading live profiles would print `map: cannot connect…`.

@@ -52,17 +52,19 @@ process.once('exit', () => {
  * The images every Docker suite needs before its own (the base image made from this machine's
  * files, the dependency layers, the agent image) are built once per test run: the first engine
  * that has them saves them when it stops, and later engines load them (~5 s) instead of building
- * them (~13 s). Suites about building itself start with seedImages: false. The app images are
- * never carried over.
+ * them (~13 s). The seed grows: an engine that stops holding one the seed lacks (the first suite
+ * to run agents on an engine builds the agent image after the base and deps were seeded) saves
+ * them all again, so later suites do not build the agent image (~10 s) each. Suites about
+ * building itself start with seedImages: false. The app images are never carried over.
  */
-let seed: { dir: string; file: string } | undefined;
+let seed: { dir: string; file: string; names: string[] } | undefined;
 const SEEDED = /^jupiter\/(base|deps|agent):/;
 
 /** Engines stopped together (Promise.all) save once: the first claims the seed at once. */
 let seeding = false;
 
 async function saveSeed(docker: Docker): Promise<void> {
-  if (seed || seeding) return;
+  if (seeding) return;
   seeding = true;
   try {
     await saveSeedNow(docker);
@@ -74,12 +76,14 @@ async function saveSeed(docker: Docker): Promise<void> {
 async function saveSeedNow(docker: Docker): Promise<void> {
   const names = (await docker.listImages()).flatMap((i) => i.RepoTags ?? []).filter((t) => SEEDED.test(t));
   if (!names.some((n) => n.startsWith('jupiter/base:')) || !names.some((n) => n.startsWith('jupiter/deps:'))) return;
+  if (seed && names.every((n) => seed!.names.includes(n))) return;
   const dir = mkdtempSync('/tmp/jd-seed-');
   const file = join(dir, 'images.tar');
   try {
     const stream = await (docker as unknown as { getImages(o: { names: string[] }): Promise<NodeJS.ReadableStream> }).getImages({ names });
     await pipeline(stream, createWriteStream(file, { mode: 0o600 }));
-    seed = { dir, file };
+    if (seed) rmSync(seed.dir, { recursive: true, force: true });
+    seed = { dir, file, names };
   } catch {
     rmSync(dir, { recursive: true, force: true });
   }

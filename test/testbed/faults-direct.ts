@@ -171,11 +171,14 @@ export function faultsDirectSuite(rig: () => TestbedRig | undefined): void {
     it('a node lost (node2: agent and runners killed for good; lineage re-runs what it kept)', async () => {
       await stream('n', 100, 20, async () => {
         // t2 fetches what it holds ahead of running it: paused for a moment, it leaves t1's newest
-        // outputs on node2 (which is then lost with them).
+        // outputs on node2 (which is then lost with them). A quarter second is enough: t1 makes one
+        // every 20 ms, and the backlog t2 had not fetched yet is lost too (28 re-runs seen, against
+        // 48-51 with a 1 s pause); each is re-run one after the other once node2 counts as dead,
+        // ~0.4 s apiece (the test took 29 s against 40-41 s).
         // (SIGSTOP: the testbed's engines cannot freeze containers.)
         const t2 = (await runnerPid('t2', PIN.t2)).pid;
         process.kill(t2, 'SIGSTOP');
-        await sleep(1000);
+        await sleep(250);
         const docker = engine(PIN.t1);
         const list = await docker.listContainers();
         // No restart: the node is gone.

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { UnrecoverableError, Worker, type Job } from '../queue/libs.js';
 import type { Redis } from 'ioredis';
 import type { ItemDoneEvent } from '../../config/events.js';
-import { connectRedis } from '../queue/connection.js';
+import { connectRedis, endConnection } from '../queue/connection.js';
 import { itemDoneEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext, type ScriptedPipeline } from '../queue/failures.js';
 import { appKeys, quietKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
@@ -23,6 +23,7 @@ import { DataPlane } from '../dataplane/plane.js';
 import { HELD_BYTES, PREFETCH } from '../runner/limits.js';
 import { Backlog } from '../runner/backlog.js';
 import { pipeline } from '../queue/pipeline.js';
+import { closeWorker, STOPPED_AWAY } from '../queue/close-worker.js';
 
 export interface SinkOptions {
   app: string;
@@ -286,8 +287,8 @@ export class Sink {
   async close(): Promise<void> {
     this.closing = true;
     this.backlog.stop();
-    await this.worker?.close().catch(() => undefined);
+    if (!(await closeWorker(this.worker, this.workerRedis))) this.opts.log?.(STOPPED_AWAY);
     await this.queues?.close().catch(() => undefined);
-    await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);
+    await Promise.all([endConnection(this.redis), endConnection(this.workerRedis)]);
   }
 }

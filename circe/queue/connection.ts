@@ -2,7 +2,6 @@
 // (maxRetriesPerRequest: null) and reconnect forever after a Redis restart.
 import { Redis } from './libs.js';
 
-
 export interface ConnectOptions {
   /** Shown in CLIENT LIST. */
   name?: string;
@@ -23,6 +22,15 @@ export function connectRedis(url: string, opts: ConnectOptions = {}): Redis {
   // ioredis logs unhandled 'error' events; reconnects are expected, the caller reports failures.
   redis.on('error', () => undefined);
   return redis;
+}
+
+/**
+ * End a connection: QUIT (replies in flight still arrive) while it is connected; otherwise drop it
+ * at once, since a QUIT would wait in the offline queue of a connection that keeps reconnecting.
+ */
+export async function endConnection(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') await redis.quit().catch(() => undefined);
+  else redis.disconnect();
 }
 
 /** Every key matching a glob pattern, by SCAN (never KEYS, which blocks Redis). */

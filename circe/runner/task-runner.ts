@@ -31,7 +31,7 @@ import { isJupiterError } from '../../config/errors.js';
 import { createInvoker, type TaskInvoker } from '../invoke/invoker.js';
 import { OutputPathError } from '../invoke/paths.js';
 import { routeOutputs, RoutingError } from '../dag/routing.js';
-import { connectRedis } from '../queue/connection.js';
+import { connectRedis, endConnection } from '../queue/connection.js';
 import { addEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInput } from '../queue/failures.js';
 import { appKeys, type AppKeys } from '../queue/keys.js';
@@ -50,6 +50,7 @@ import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
 import { besideStore, defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
 import { pipeline } from '../queue/pipeline.js';
+import { closeWorker, STOPPED_AWAY } from '../queue/close-worker.js';
 
 /**
  * An input of an invocation: its bytes, or (direct path, the blob in a store on this machine)
@@ -532,13 +533,13 @@ export class TaskRunner {
     this.closing = true;
     this.backlog.stop();
     clearTimeout(this.carefulTimer);
-    await this.worker?.close().catch(() => undefined);
+    if (!(await closeWorker(this.worker, this.workerRedis))) this.log(STOPPED_AWAY);
     await this.queues?.close().catch(() => undefined);
     await this.invoker?.close().catch(() => undefined);
     await this.reruns?.stop().catch(() => undefined);
     await this.plane?.close().catch(() => undefined);
     for (const s of this.slots) s.remove();
     if (this.opts.shared) return;
-    await Promise.all([this.redis.quit().catch(() => undefined), this.workerRedis.quit().catch(() => undefined)]);
+    await Promise.all([endConnection(this.redis), endConnection(this.workerRedis)]);
   }
 }

@@ -3,11 +3,14 @@
 // `docker system dial-stdio` on the remote machine over SSH channels: see docker-ssh.ts for keys
 // and host key checks).
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { userInfo } from 'node:os';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import type { ClusterConfig, DockerEndpoint, NodeConfig } from '../../config/types.js';
 import { inputError } from '../../config/errors.js';
 import { SshDockerAgent } from './docker-ssh.js';
+
+const require = createRequire(import.meta.url);
 
 export const DEFAULT_SOCKET = '/var/run/docker.sock';
 
@@ -90,13 +93,24 @@ export function dockerOptions(ep: DockerEndpoint, env: NodeJS.ProcessEnv = proce
   }
 }
 
+/**
+ * A dockerode client. dockerode is loaded on first use: importing it costs a process ~0.2 s of CPU,
+ * and every CLI process that can deploy (and the hub) imports this module, most of them never
+ * talking to an engine (the process runtime, status, teardown of a process deployment).
+ */
+export function newDocker(opts: Docker.DockerOptions): Docker {
+  // A plain call of require on the name, so that the images' package scan (docker-image.ts) finds it.
+  const Dockerode = require('dockerode') as typeof Docker;
+  return new Dockerode(opts);
+}
+
 const clients = new Map<string, Docker>();
 
 export function dockerClient(ep: DockerEndpoint): Docker {
   const key = endpointKey(ep);
   let client = clients.get(key);
   if (!client) {
-    client = new Docker(dockerOptions(ep));
+    client = newDocker(dockerOptions(ep));
     clients.set(key, client);
   }
   return client;

@@ -7,11 +7,11 @@ import { spawn, execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import type { ClusterConfig, NodeConfig } from '../../config/types.js';
 import { runtimeError } from '../../config/errors.js';
 import { DEFAULT_DOCKER_SOCKET } from '../../config/cluster/load.js';
 import { ensureBaseImage } from '../../circe/runtime/docker-base.js';
+import { newDocker } from '../../circe/runtime/docker-engine.js';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
 import { isAlive, stopPid, type StackState } from './state.js';
@@ -39,7 +39,7 @@ export function usePrivateEngine(cluster: ClusterConfig, state: StackState): voi
 async function answers(socketPath: string): Promise<boolean> {
   if (!existsSync(socketPath)) return false;
   try {
-    await new Docker({ socketPath, timeout: 3000 }).ping();
+    await newDocker({ socketPath, timeout: 3000 }).ping();
     return true;
   } catch {
     return false;
@@ -156,7 +156,7 @@ export async function ensurePrivateEngine(cluster: ClusterConfig, dir: string, s
   });
   usePrivateEngine(cluster, state);
   await withStep(progress, 'Creating the base image in the private engine', async (step) => {
-    const r = await ensureBaseImage(new Docker({ socketPath: state.dockerd!.socket }), { name: cluster.docker.baseImage, onProgress: (m) => step.update(m) });
+    const r = await ensureBaseImage(newDocker({ socketPath: state.dockerd!.socket }), { name: cluster.docker.baseImage, onProgress: (m) => step.update(m) });
     step.update(`${r.name}${r.created ? ` (${(r.bytes / 1e6).toFixed(0)} MB)` : ''}`);
   });
   return true;
@@ -185,7 +185,7 @@ function removeEngineFiles(dir: string, execRoot?: string): void {
 export async function stopDockerd(pid: number, socket: string, what = 'the private Docker engine'): Promise<string[]> {
   const out: string[] = [];
   if (!isAlive(pid)) return out;
-  const docker = new Docker({ socketPath: socket });
+  const docker = newDocker({ socketPath: socket });
   try {
     const all = await docker.listContainers({ all: true });
     await Promise.all(all.map((c) => docker.getContainer(c.Id).remove({ force: true })));

@@ -5,8 +5,8 @@
 import { createReadStream, createWriteStream, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import Docker from 'dockerode';
 import type { ClusterConfig } from '../../config/types.js';
+import { newDocker } from '../../circe/runtime/docker-engine.js';
 import { ensureAgentImage } from '../stack/agent-image.js';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
@@ -24,7 +24,7 @@ export async function seedAgentImages(state: TestbedState, cluster: ClusterConfi
   const hosts = state.hosts.filter((h) => h.engine);
   const first = hosts[0];
   if (!first) return;
-  const source = new Docker({ socketPath: first.engine!.socket });
+  const source = newDocker({ socketPath: first.engine!.socket });
   await withStep(progress, `Agent image on the engine of ${first.name}`, async (step) => {
     const r = await ensureAgentImage(source, cluster.docker.baseImage, (m) => step.update(m));
     step.update(r.tag);
@@ -38,7 +38,7 @@ export async function seedAgentImages(state: TestbedState, cluster: ClusterConfi
       await pipeline(await (source as unknown as SaveImages).getImages({ names }), createWriteStream(file, { mode: 0o600 }));
       let done = 0;
       await forEachLimited(rest, LOADS_AT_ONCE, async (h) => {
-        const docker = new Docker({ socketPath: h.engine!.socket });
+        const docker = newDocker({ socketPath: h.engine!.socket });
         const out = (await docker.loadImage(createReadStream(file), { quiet: true })) as NodeJS.ReadableStream;
         await new Promise<void>((resolve, reject) => docker.modem.followProgress(out, (err) => (err ? reject(err) : resolve())));
         step.update(`${++done}/${rest.length}`);

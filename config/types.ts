@@ -236,6 +236,12 @@ export interface NodeOverhead {
    * the receiver's work folder (profilers/overhead/local-hop-probe.ts). Absent where not measured.
    */
   localHopSecPerByte?: number;
+  /**
+   * CPU seconds this node's runners spend per byte of a task's inputs and outputs on the direct
+   * data path beyond a tiny item's (keeping an output in the store, copying an input into the work
+   * folder; measured by the local hop probe, the tasks' own code left out). Absent where not measured.
+   */
+  runnerCpuSecPerByte?: number;
   /** Probes behind the medians. */
   samples: number;
   updatedAt: number;

@@ -63,7 +63,7 @@ export interface Compiled {
    * the CPU-seconds exec[t*P+p] stands for there (= exec elsewhere). Q = how many nodes are limited.
    */
   Q: number;
-  /** CPU-seconds each task takes from its node's quota outside its execution time (Problem.runnerCpuSec). */
+  /** CPU-seconds each task takes from its node's quota outside its execution time (Problem.runnerCpuSec, plus runnerCpuSecPerByte at the app's mean bytes in and out per task). */
   cpuExtra: Float64Array;
   cpuCap: Float64Array;
   cpuBurst: Float64Array;
@@ -304,7 +304,15 @@ export function compile(problem: Problem): Compiled {
   const cpuCap = new Float64Array(P);
   const cpuBurst = new Float64Array(P);
   const work = exec.slice();
-  const cpuExtra = Float64Array.from(nodeNames, (n) => problem.runnerCpuSec?.[n] ?? 0);
+  // Bytes a task takes in and gives out, on the app's average: each edge's bytes leave one task
+  // and enter another, the source's enter and the sink's leave once. A runner's CPU per byte
+  // (storing outputs, copying inputs in) is charged per task at this mean, so the bucket keeps one
+  // figure per node; a 1 MiB frame's way through a 0.5-CPU host's runners cost tens of ms there.
+  let moved = 0;
+  for (const e of problem.edges) moved += 2 * e.bytes;
+  for (const h of [...(problem.home?.sources ?? []), ...(problem.home?.sinks ?? [])]) moved += h.bytes;
+  const meanMoved = T ? moved / T : 0;
+  const cpuExtra = Float64Array.from(nodeNames, (n) => (problem.runnerCpuSec?.[n] ?? 0) + (problem.runnerCpuSecPerByte?.[n] ?? 0) * meanMoved);
   const period = problem.cpuPeriodSec ?? DEFAULT_CPU_PERIOD_SEC;
   let Q = 0;
   problem.nodes.forEach((n, p) => {

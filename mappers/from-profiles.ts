@@ -23,7 +23,8 @@
 //   cores, the invocation costs up to the node's taskCpuSec (a no-op task's CPU through the real
 //   runner): the share of the app's widest level (dag-width.ts) the cores cannot hold queues.
 //   Nodes on one machine get the median of its nodes' costs (pooledByMachine). A node with a CPU
-//   limit below 1 pays taskCpuSec beyond its invocation from its quota (runnerCpuSec).
+//   limit below 1 pays taskCpuSec beyond its invocation from its quota (runnerCpuSec), and its
+//   runnerCpuSecPerByte for the bytes a task moves (runnerCpuSecPerByte).
 // - Hosts: a node's resources name its machine (`host`) and cores; nodes on one machine share
 //   them (Problem.hostCores). A node's own CPU limit (`cpuLimit`: declared, else its cgroup's)
 //   becomes its `cpus` (mappers/cpu-quota.ts).
@@ -177,6 +178,9 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     const limited = overheads.filter((o) => o.taskCpuSec !== undefined && (problem.nodes.find((n) => n.name === o.node)?.cpus ?? Infinity) < 1);
     if (limited.length) {
       problem.runnerCpuSec = Object.fromEntries(limited.map((o) => [o.node, Math.max(0, (o.taskCpuSec as number) - (problem.invokeOverheadSec?.[o.node] ?? 0))]));
+      // And per byte a task moves: the task probe's items are tiny.
+      const perByte = limited.filter((o) => o.runnerCpuSecPerByte !== undefined && Number.isFinite(o.runnerCpuSecPerByte));
+      if (perByte.length) problem.runnerCpuSecPerByte = Object.fromEntries(perByte.map((o) => [o.node, Math.max(0, o.runnerCpuSecPerByte as number)]));
     }
   }
   const homeLinks = nodes.filter((n) => prof.has(`${HOME}\u0000${n}`) || prof.has(`${n}\u0000${HOME}`));
@@ -223,12 +227,14 @@ export function pooledByMachine(overheads: NodeOverhead[], hostOf: (node: string
     if (mates.length < 2) return o;
     const cpu = mates.map((m) => m.taskCpuSec).filter((x): x is number => x !== undefined);
     const local = mates.map((m) => m.localHopSecPerByte).filter((x): x is number => x !== undefined);
+    const perByte = mates.map((m) => m.runnerCpuSecPerByte).filter((x): x is number => x !== undefined);
     return {
       ...o,
       hopSec: median(mates.map((m) => m.hopSec)),
       invokeSec: median(mates.map((m) => m.invokeSec)),
       ...(o.taskCpuSec !== undefined && cpu.length ? { taskCpuSec: median(cpu) } : {}),
       ...(local.length ? { localHopSecPerByte: median(local) } : {}),
+      ...(perByte.length ? { runnerCpuSecPerByte: median(perByte) } : {}),
     };
   });
 }

@@ -120,6 +120,12 @@ export interface Problem {
    * invoking, committing its outputs): charged to the node's CPU quota only (`nodes[].cpus` < 1).
    */
   runnerCpuSec?: Record<string, number>;
+  /**
+   * CPU a task costs its node per byte of its inputs and outputs beyond `runnerCpuSec`, seconds per
+   * byte (the runner keeping outputs in the node's store and copying inputs in): charged to the
+   * node's CPU quota only, like `runnerCpuSec`, at the app's mean bytes per task.
+   */
+  runnerCpuSecPerByte?: Record<string, number>;
   /** CFS period of the nodes' CPU quotas (`nodes[].cpus`), seconds; default 0.1 (the kernel's and Docker's). */
   cpuPeriodSec?: number;
 }
@@ -203,6 +209,7 @@ export const problemSchema = {
     hopOverheadSec: perNodeSeconds,
     localHopSecPerByte: perNodeSeconds,
     runnerCpuSec: perNodeSeconds,
+    runnerCpuSecPerByte: perNodeSeconds,
     hostCores: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 } },
     cpuPeriodSec: { type: 'number', exclusiveMinimum: 0 },
     home: {
@@ -301,7 +308,7 @@ export function problemErrors(value: unknown): string[] {
     if (!tasks.has(t)) errors.push(`/entryNodes/${t}: unknown task "${t}"`);
     if (!nodes.has(n)) errors.push(`/entryNodes/${t}: unknown node "${n}"`);
   }
-  for (const field of ['invokeOverheadSec', 'hopOverheadSec', 'localHopSecPerByte', 'runnerCpuSec'] as const) {
+  for (const field of ['invokeOverheadSec', 'hopOverheadSec', 'localHopSecPerByte', 'runnerCpuSec', 'runnerCpuSecPerByte'] as const) {
     for (const n of Object.keys(p[field] ?? {})) if (!nodes.has(n)) errors.push(`/${field}/${n}: unknown node "${n}"`);
   }
   const hosts = new Set(p.nodes.map((n) => n.host).filter((h): h is string => h !== undefined));

@@ -47,10 +47,10 @@ function formatOverheads(view: ProfileView, now: number): string[] {
     const l = homeLinks.find((x) => x.from === from && x.to === to);
     return l ? `${(l.latencySec * 1000).toFixed(2)} ms + ${fmtRate(l.bandwidthBytesPerSec)}` : '-';
   };
-  const t = newTable(['node', 'hop (empty)', 'invocation (empty)', 'task CPU (real runner)', 'same-node hop per MiB', 'home -> node', 'node -> home', 'age']);
+  const t = newTable(['node', 'hop (empty)', 'invocation (empty)', 'task CPU (real runner)', 'same-node hop per MiB', 'runner CPU per MiB', 'home -> node', 'node -> home', 'age']);
   for (const a of view.agents) {
     const o = overheads.find((x) => x.node === a.node);
-    t.push([a.node, o ? `${(o.hopSec * 1000).toFixed(2)} ms` : '-', o ? `${(o.invokeSec * 1000).toFixed(2)} ms` : '-', o?.taskCpuSec !== undefined ? `${(o.taskCpuSec * 1000).toFixed(2)} ms` : '-', o?.localHopSecPerByte !== undefined ? `${(o.localHopSecPerByte * 2 ** 20 * 1000).toFixed(2)} ms` : '-', link('home', a.node), link(a.node, 'home'), o ? fmtAge(now - o.updatedAt) : '-']);
+    t.push([a.node, o ? `${(o.hopSec * 1000).toFixed(2)} ms` : '-', o ? `${(o.invokeSec * 1000).toFixed(2)} ms` : '-', o?.taskCpuSec !== undefined ? `${(o.taskCpuSec * 1000).toFixed(2)} ms` : '-', o?.localHopSecPerByte !== undefined ? `${(o.localHopSecPerByte * 2 ** 20 * 1000).toFixed(2)} ms` : '-', o?.runnerCpuSecPerByte !== undefined ? `${(o.runnerCpuSecPerByte * 2 ** 20 * 1000).toFixed(2)} ms` : '-', link('home', a.node), link(a.node, 'home'), o ? fmtAge(now - o.updatedAt) : '-']);
   }
   return ['Control costs the mapper adds per hop and per task, and the home\'s links (measured by each agent)', t.toString(), ''];
 }

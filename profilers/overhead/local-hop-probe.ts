@@ -14,6 +14,8 @@
 // The fastest, as the other probes take theirs: the agents of a machine probe at the same moments.
 // On the testbed's first round (all seven agents starting at once) the median of the pairs'
 // differences gave 0-24 ms per MiB, median 20 ms, where camera's items took 4-9 ms more than the empty hop.
+// The same items also give the runners' CPU per byte (this process's CPU per item, large less
+// small): the model charges it to a node's CPU quota, which the task probe's tiny items miss.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +37,13 @@ export interface LocalHopCost {
   smallGapSec: number;
   /** The large payload, bytes. */
   bytes: number;
+  /**
+   * CPU seconds the two runners spent per byte of a task's inputs and outputs beyond a small item's
+   * (>= 0): the fastest large item's CPU less the fastest small one's, over twice the sizes'
+   * difference (the hop's bytes leave one task and enter the other). This process's CPU: the
+   * runners run here, the tasks' Python workers (their own code) are other processes.
+   */
+  cpuSecPerByte: number;
 }
 
 /** The large payload: camera's frame size, the volume the model got most wrong. */
@@ -96,26 +105,37 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
       runners.push(await TaskRunner.start({ app, task, node, redisUrl: '', prefix, workDir: join(dir, 'work', task.name), dataDir: join(dir, 'store'), shared }));
     }
     const k = appKeys(prefix, app.name);
-    const gap = async (i: number, size: number): Promise<number | undefined> => {
+    // Per item: the gap, and this process's CPU from the submit until take has finished (the
+    // waiting loop's own calls are the same for both sizes but for a few polls).
+    const gap = async (i: number, size: number): Promise<{ sec: number; cpuSec: number } | undefined> => {
       const f = join(dir, `${i}in.txt`);
       await writeFile(f, `${size}\n`);
+      const c0 = process.cpuUsage();
       const [it] = await submitItems(redis, prefix, app, [f], { runId: 'probe' });
       const deadline = Date.now() + 10_000;
       while (!(await redis.hexists(k.rt(it!.item), 'take|finish'))) {
         if (Date.now() > deadline) return undefined;
-        await new Promise((r) => setTimeout(r, 2));
+        await new Promise((r) => setTimeout(r, 5));
       }
+      const c = process.cpuUsage(c0);
       const [made, taken] = await redis.hmget(k.rt(it!.item), 'make|finish', 'take|start');
-      return (Number(taken) - Number(made)) / 1000;
+      const sec = (Number(taken) - Number(made)) / 1000;
+      return Number.isFinite(sec) ? { sec, cpuSec: (c.user + c.system) / 1e6 } : undefined;
     };
     const got: Array<{ big: number; small: number }> = [];
+    const cpu: Array<{ big: number; small: number }> = [];
     for (let i = 0; i < pairs + 1; i++) {
       const big = await gap(2 * i, bytes);
       const small = await gap(2 * i + 1, SMALL_BYTES);
-      if (big === undefined || small === undefined || !Number.isFinite(big) || !Number.isFinite(small)) return undefined;
-      if (i > 0) got.push({ big, small }); // the first pair warms the runners, the worker and the store up
+      if (big === undefined || small === undefined) return undefined;
+      if (i === 0) continue; // the first pair warms the runners, the worker and the store up
+      got.push({ big: big.sec, small: small.sec });
+      cpu.push({ big: big.cpuSec, small: small.cpuSec });
     }
-    return { secPerByte: perByteFromGaps(got, bytes, SMALL_BYTES), bigGapSec: median(got.map((p) => p.big)), smallGapSec: median(got.map((p) => p.small)), bytes };
+    return {
+      secPerByte: perByteFromGaps(got, bytes, SMALL_BYTES), bigGapSec: median(got.map((p) => p.big)), smallGapSec: median(got.map((p) => p.small)), bytes,
+      cpuSecPerByte: perByteFromGaps(cpu, bytes, SMALL_BYTES) / 2,
+    };
   } catch {
     return undefined; // no Python here, or a runner could not start: the model keeps the empty hop
   } finally {

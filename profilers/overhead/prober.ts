@@ -116,7 +116,7 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
   const local = call > 0 && opts.localHop !== false ? await measureLocalHop(redis, keys.prefix, node) : undefined;
   return {
     node, hopSec: Math.min(...hops) + roundTrip, invokeSec: call + 2 * roundTrip,
-    ...(task ? { taskCpuSec: task.cpuSec } : {}), ...(local ? { localHopSecPerByte: local.secPerByte } : {}), samples, updatedAt: Date.now(),
+    ...(task ? { taskCpuSec: task.cpuSec } : {}), ...(local ? { localHopSecPerByte: local.secPerByte, runnerCpuSecPerByte: local.cpuSecPerByte } : {}), samples, updatedAt: Date.now(),
   };
 }
 
@@ -157,9 +157,11 @@ export function smooth(rounds: NodeOverhead[]): NodeOverhead {
   const last = rounds[rounds.length - 1]!;
   const task = rounds.flatMap((r) => (r.taskCpuSec === undefined ? [] : [r.taskCpuSec]));
   const local = rounds.flatMap((r) => (r.localHopSecPerByte === undefined ? [] : [r.localHopSecPerByte]));
+  const perByte = rounds.flatMap((r) => (r.runnerCpuSecPerByte === undefined ? [] : [r.runnerCpuSecPerByte]));
   return {
     ...last, hopSec: median(rounds.map((r) => r.hopSec)), invokeSec: median(rounds.map((r) => r.invokeSec)),
     ...(task.length ? { taskCpuSec: median(task) } : {}), ...(local.length ? { localHopSecPerByte: median(local) } : {}),
+    ...(perByte.length ? { runnerCpuSecPerByte: median(perByte) } : {}),
     samples: rounds.reduce((a, r) => a + r.samples, 0),
   };
 }
@@ -175,9 +177,10 @@ export class OverheadProber {
   private running?: Promise<void>;
   private conn?: Redis;
   private readonly rounds: NodeOverhead[] = [];
-  /** Task CPU and local hop figures kept apart: most rounds do not measure them. */
+  /** Task CPU, local hop and runner CPU per byte figures kept apart: most rounds do not measure them. */
   private readonly taskRounds: number[] = [];
   private readonly localRounds: number[] = [];
+  private readonly perByteRounds: number[] = [];
   private roundNo = 0;
   private readonly linkRounds: LinkProfile[][] = [];
   last?: NodeOverhead;
@@ -209,7 +212,7 @@ export class OverheadProber {
       const n = this.roundNo++;
       const task = n < EARLY_ROUNDS_MS.length || n % TASK_PROBE_EVERY === 0;
       const round = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { task, localHop: n === EARLY_ROUNDS_MS.length - 1 || (n > 0 && n % TASK_PROBE_EVERY === 0) });
-      for (const [figure, kept] of [[round.taskCpuSec, this.taskRounds], [round.localHopSecPerByte, this.localRounds]] as const) {
+      for (const [figure, kept] of [[round.taskCpuSec, this.taskRounds], [round.localHopSecPerByte, this.localRounds], [round.runnerCpuSecPerByte, this.perByteRounds]] as const) {
         if (figure === undefined) continue;
         kept.push(figure);
         if (kept.length > ROUNDS_KEPT) kept.shift();
@@ -221,6 +224,7 @@ export class OverheadProber {
       const o = smooth(this.rounds);
       if (this.taskRounds.length) o.taskCpuSec = median(this.taskRounds);
       if (this.localRounds.length) o.localHopSecPerByte = median(this.localRounds);
+      if (this.perByteRounds.length) o.runnerCpuSecPerByte = median(this.perByteRounds);
       const links = [0, 1].map((i) => smoothLink(this.linkRounds.map((r) => r[i]!)));
       const pipe = this.redis.multi().set(this.keys.overhead(this.node), JSON.stringify(o));
       for (const l of links) pipe.set(this.keys.linkFit(l.from, l.to), JSON.stringify(l));

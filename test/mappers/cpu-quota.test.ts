@@ -111,6 +111,25 @@ describe('mappers: a node\'s own CPU capacity (cpus)', () => {
     expect(problemErrors({ ...p, runnerCpuSec: { z: 1 } }).join('\n')).to.match(/\/runnerCpuSec\/z: unknown node "z"/);
   });
 
+  it('the runner\'s CPU per byte moved (runnerCpuSecPerByte) comes out of the quota at the app\'s mean bytes per task', () => {
+    // Two edges of 3 MB: 12 MB leave and enter tasks, 4 MB per task on the mean; 5 ns per byte = 20 ms per task.
+    const heavy = { ...chain(3, 0.5), edges: [{ from: 't1', to: 't2', bytes: 3e6 }, { from: 't2', to: 't3', bytes: 3e6 }] };
+    const byCount = simulate({ ...heavy, runnerCpuSec: { a: ms(20) } }, allOnA(3)).makespan;
+    expect(byCount).to.be.closeTo(ms(40 + 100 + 120), 1e-9); // as runnerCpuSec of 20 ms above
+    for (const policy of ['non-delay', 'insertion'] as const) {
+      const p = { ...heavy, runnerCpuSecPerByte: { a: 5e-9 } };
+      const r = simulate(p, allOnA(3), { policy });
+      expect(r.makespan, policy).to.be.closeTo(byCount, 1e-9);
+      expect(checkSchedule(p, r).errors, policy).to.deep.equal([]);
+      // Both: 10 ms per task and 10 ms for the bytes.
+      expect(simulate({ ...heavy, runnerCpuSec: { a: ms(10) }, runnerCpuSecPerByte: { a: 2.5e-9 } }, allOnA(3), { policy }).makespan).to.be.closeTo(byCount, 1e-9);
+    }
+    // Not charged without a quota, nor without bytes.
+    expect(simulate({ ...chain(3), edges: heavy.edges, runnerCpuSecPerByte: { a: 5e-9 } }, allOnA(3)).makespan).to.be.closeTo(ms(120), 1e-12);
+    expect(simulate({ ...chain(3, 0.5), runnerCpuSecPerByte: { a: 5e-9 } }, allOnA(3)).makespan).to.be.closeTo(simulate(chain(3, 0.5), allOnA(3)).makespan, 1e-12);
+    expect(problemErrors({ ...heavy, runnerCpuSecPerByte: { z: 1 } }).join('\n')).to.match(/\/runnerCpuSecPerByte\/z: unknown node "z"/);
+  });
+
   it('validates cpus and cpuPeriodSec', () => {
     expect(problemErrors({ ...chain(2), nodes: [{ name: 'a', cpus: 0 }, { name: 'b' }] }).join('\n')).to.match(/\/nodes\/0\/cpus: must be > 0/);
     expect(problemErrors({ ...chain(2), cpuPeriodSec: -1 }).join('\n')).to.match(/\/cpuPeriodSec: must be > 0/);
@@ -135,6 +154,10 @@ describe('mappers: a node\'s own CPU capacity (cpus)', () => {
     expect(q.invokeOverheadSec!.edge1).to.be.closeTo(0.002 + (1 / 3) * (0.025 - 0.002), 1e-12); // 3 nodes on 2 cores: a third queues
     expect(Object.keys(q.runnerCpuSec!)).to.deep.equal(['edge1']);
     expect(q.runnerCpuSec!.edge1).to.be.closeTo(0.025 - q.invokeOverheadSec!.edge1!, 1e-12);
+    expect(q.runnerCpuSecPerByte).to.equal(undefined); // not measured
+    // CPU per byte, pooled like the rest, on the quota node only.
+    const withBytes = problemFromProfiles(app, { ...snap, overheads: [{ ...oh('edge1', 0.004, 0.001, 0.02), runnerCpuSecPerByte: 4e-9 }, { ...oh('cloud1', 0.02, 0.003, 0.03), runnerCpuSecPerByte: 1e-8 }, { ...oh('other', 0.018, 0.002, 0.025), runnerCpuSecPerByte: 6e-9 }] }, { nodes: ['edge1', 'cloud1', 'other'] });
+    expect(withBytes.runnerCpuSecPerByte).to.deep.equal({ edge1: 6e-9 });
     const alone = problemFromProfiles(app, { ...snap, nodes: [res('edge1', 0.5), { ...res('cloud1', 2), host: 'other-box' }, { ...res('other'), host: 'third' }], overheads: [oh('edge1', 0.004, 0.001, 0.02), oh('cloud1', 0.02, 0.003, 0.03), oh('other', 0.018, 0.002, 0.025)] }, { nodes: ['edge1', 'cloud1', 'other'] });
     expect(alone.hopOverheadSec).to.deep.equal({ edge1: 0.004, cloud1: 0.02, other: 0.018 });
   });

@@ -44,6 +44,8 @@ describe('profilers: the task and same-node hop probes on real runners', functio
     expect(hop!.smallGapSec).to.be.greaterThan(0);
     expect(hop!.secPerByte).to.be.at.least(0);
     expect(Number.isFinite(hop!.secPerByte)).to.equal(true);
+    expect(hop!.cpuSecPerByte).to.be.at.least(0);
+    expect(Number.isFinite(hop!.cpuSecPerByte)).to.equal(true);
     // Both probes tore their scratch apps down (this Redis holds nothing else).
     expect(await redis.keys('*')).to.deep.equal([]);
     expect(scratch().filter((f) => !before0.includes(f))).to.deep.equal([]);

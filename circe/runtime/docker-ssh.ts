@@ -16,10 +16,18 @@ import { connect, type Socket } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import ssh2, { type AnyAuthMethod, type ClientChannel } from 'ssh2';
-// CommonJS package: its named exports are only reachable through the default import.
-const { Client, utils } = ssh2;
+import { createRequire } from 'node:module';
+import type ssh2 from 'ssh2';
+import type { AnyAuthMethod, ClientChannel } from 'ssh2';
 import { inputError, runtimeError, type JupiterError } from '../../config/errors.js';
+
+const require = createRequire(import.meta.url);
+let ssh2Module: typeof ssh2 | undefined;
+/** ssh2 on first use: only ssh:// engines need it, and every process that can reach an engine imports this file (~30 ms). */
+function loadSsh2(): typeof ssh2 {
+  ssh2Module ??= require('ssh2') as typeof ssh2;
+  return ssh2Module;
+}
 
 /** sshd's default MaxSessions is 10: stay below it on each connection. */
 const MAX_CHANNELS = 8;
@@ -145,7 +153,7 @@ function credentials(t: SshTarget, env: NodeJS.ProcessEnv): Credentials {
         hint: 'set JUPITER_SSH_KEY to the private key file (e.g. ~/.ssh/id_ed25519), or unset it to use the ssh agent',
       });
     }
-    const parsed = utils.parseKey(text);
+    const parsed = loadSsh2().utils.parseKey(text);
     if (parsed instanceof Error || !parsed.isPrivateKey()) {
       const why = parsed instanceof Error && /passphrase|encrypted/i.test(parsed.message) ? 'is protected by a passphrase' : 'is not a private key Jupiter can read';
       if (explicit) {
@@ -218,7 +226,7 @@ export class SshDockerAgent extends Agent {
     const files = knownHostsFiles(this.env);
     const known = readKnownKeys(files, t);
     let verdict: HostKeyVerdict | undefined;
-    const client = new Client();
+    const client = new (loadSsh2().Client)();
     const sock = connect({ host: t.host, port: t.port });
     sock.setTimeout(CONNECT_TIMEOUT_MS, () => sock.destroy(new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s`)));
     sock.once('connect', () => sock.setTimeout(0));

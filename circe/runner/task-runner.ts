@@ -99,6 +99,17 @@ const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(
 /** Thrown for a delivery that had not started when the runner began to stop. */
 const STOPPING = new Error('runner stopping');
 
+/** `p`, or a rejection once `redis` has ended (closed for good). */
+function failOnEnd<T>(p: Promise<T>, redis: Redis): Promise<T> {
+  let onEnd = (): void => undefined;
+  const ended = new Promise<never>((_, reject) => {
+    onEnd = () => reject(new Error('Connection is closed.'));
+    if (redis.status === 'end') onEnd();
+    else redis.once('end', onEnd);
+  });
+  return Promise.race([p, ended]).finally(() => redis.off('end', onEnd));
+}
+
 export class TaskRunner {
   private worker?: Worker<BundleJob>;
   private invoker?: TaskInvoker;
@@ -213,7 +224,10 @@ export class TaskRunner {
         void stalledOut(this.failureContext, this.queues!, job, err).catch((e: Error) => this.log(`cannot record failure: ${e.message}`));
       }
     });
-    await this.worker.waitUntilReady();
+    // BullMQ waits for the worker's blocking connection (its own) to be ready, for ever while Redis
+    // is gone; a runner whose shared connection its owner ended meanwhile (an overhead probe round
+    // abandoned, profilers/overhead/round.ts) fails instead, and start() closes it.
+    await failOnEnd(this.worker.waitUntilReady(), this.workerRedis);
   }
 
   private event(type: TaskEvent['type'], item: string, ts: number, extra: Partial<TaskEvent> = {}): TaskEvent {

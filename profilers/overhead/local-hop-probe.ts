@@ -28,6 +28,7 @@ import { submitItems } from '../../circe/home/source.js';
 import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
 import { writeScratchApp } from './scratch-app.js';
+import { ProbeRound } from './round.js';
 
 export interface LocalHopCost {
   /** Seconds per byte a same-node hop takes beyond the empty one (>= 0). */
@@ -85,23 +86,26 @@ export function perByteFromGaps(pairs: Array<{ big: number; small: number }>, bi
 
 /**
  * Run `pairs` (large, small) items through the two-task scratch app on this node after a warm-up
- * pair. Undefined when this node cannot run a Python task or the runners cannot start.
+ * pair. Undefined when this node cannot run a Python task or the runners cannot start. Its
+ * connections and keys are `round`'s (round.ts): abandoning the round ends it.
  */
-export async function measureLocalHop(redis: Redis, prefix: string, node: string, pairs = 4, bytes = LOCAL_HOP_BYTES): Promise<LocalHopCost | undefined> {
+export async function measureLocalHop(redis: Redis, prefix: string, node: string, pairs = 4, bytes = LOCAL_HOP_BYTES, round = new ProbeRound()): Promise<LocalHopCost | undefined> {
   if (bytes <= INLINE_MAX) throw new Error(`the local hop probe's payload must exceed INLINE_MAX (${INLINE_MAX} bytes)`);
   const dir = await mkdtemp(join(tmpdir(), 'jupiter-hopprobe-'));
   const name = `hopprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
-  const conns = [redis.duplicate(), redis.duplicate({ maxRetriesPerRequest: null })];
-  for (const c of conns) c.on('error', () => undefined);
+  const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];
+  const label = `app ${prefix}${name}`;
   const runners: TaskRunner[] = [];
   try {
     const app = await writeScratchApp(join(dir, name), [
       { name: 'make', children: ['take'], script: MAKE },
       { name: 'take', children: ['home'], script: TAKE },
     ]);
+    round.made(label, (r) => teardownAppKeys(r, prefix, name));
     await configureApp(redis, prefix, app.name, { dataPath: 'direct' });
     const shared = { redis: conns[0]!, workerRedis: conns[1]! };
     for (const task of app.tasks) {
+      // Not guarded: a runner fails to start once its shared connections are dropped.
       runners.push(await TaskRunner.start({ app, task, node, redisUrl: '', prefix, workDir: join(dir, 'work', task.name), dataDir: join(dir, 'store'), shared }));
     }
     const k = appKeys(prefix, app.name);
@@ -139,9 +143,10 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
   } catch {
     return undefined; // no Python here, or a runner could not start: the model keeps the empty hop
   } finally {
-    for (const r of runners) await r.close().catch(() => undefined);
-    await teardownAppKeys(redis, prefix, name).catch(() => undefined);
-    for (const c of conns) c.disconnect();
+    // Together: with Redis gone each close waits CLOSE_GIVE_UP_MS before giving up.
+    await Promise.all(runners.map((r) => r.close().catch(() => undefined)));
+    await round.clean(redis, label);
+    await Promise.all(conns.map((c) => round.release(c)));
     await rm(dir, { recursive: true, force: true });
   }
 }

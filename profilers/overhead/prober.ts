@@ -23,10 +23,12 @@ import { performance } from 'node:perf_hooks';
 import type { Keys } from '../../config/redis-keys.js';
 import { HOME, type LinkProfile, type NodeOverhead } from '../../config/types.js';
 import { Queue, Worker, type Redis } from '../../circe/queue/libs.js';
+import { closeWorker, CLOSE_GIVE_UP_MS } from '../../circe/queue/close-worker.js';
 import { PythonWorker } from '../../circe/invoke/python.js';
 import { measureTaskCost } from './task-probe.js';
 import { measureLocalHop } from './local-hop-probe.js';
 import { median } from './median.js';
+import { ProbeRound, type KeyCleanup } from './round.js';
 
 export interface OverheadOptions {
   /** ms between measurements (the first runs at start). */
@@ -35,9 +37,26 @@ export interface OverheadOptions {
   samples: number;
   /** Blob sizes of the home-link probes, bytes (two: the fit needs a slope). */
   homeProbeBytes: [number, number];
+  /** A round still going after this many ms is abandoned (ROUND_DEADLINE_MS). */
+  roundDeadlineMs: number;
 }
 
-export const defaultOverheadOptions = (): OverheadOptions => ({ everyMs: 60_000, samples: 7, homeProbeBytes: [16 * 1024, 256 * 1024] });
+/**
+ * A round's bound. A round took 0.4-3 s on a 2-core host at a load of ~9 (1.4 s with the task probe,
+ * 2.8 s with the local hop one); one still going after a minute is not measuring a working node
+ * (the deployment's Redis gone mid-probe, a probe stuck), and a minute is the rounds' default
+ * period, so a stuck round costs at most the next one.
+ */
+export const ROUND_DEADLINE_MS = 60_000;
+/**
+ * How long an abandoned round gets to close what it opened: a runner's close gives up on an
+ * unreachable Redis after CLOSE_GIVE_UP_MS, and a Python worker is killed 2 s after its input ends.
+ */
+const UNWIND_MS = CLOSE_GIVE_UP_MS + 3000;
+/** What stop spends removing the keys abandoned rounds left (a few small deletes on a Redis that answers). */
+const LEFTOVERS_MS = 2000;
+
+export const defaultOverheadOptions = (): OverheadOptions => ({ everyMs: 60_000, samples: 7, homeProbeBytes: [16 * 1024, 256 * 1024], roundDeadlineMs: ROUND_DEADLINE_MS });
 
 /** Seconds of `fn`, timed. */
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -55,8 +74,23 @@ export function fitTwo(small: number, tSmall: number, big: number, tBig: number)
   return { latencySec: 0, bandwidthBytesPerSec: big / Math.max(tBig, 1e-6) };
 }
 
-/** One measurement of this node's hop and invocation costs. */
-export async function measureOverhead(redis: Redis, keys: Keys, node: string, samples: number, opts: { task?: boolean; localHop?: boolean } = {}): Promise<NodeOverhead> {
+/** Remove the hop probe's queue (every key of it). */
+async function dropQueue(redis: Redis, name: string, prefix: string): Promise<void> {
+  const queue = new Queue(name, { connection: redis, prefix });
+  queue.on('error', () => undefined);
+  try {
+    await queue.obliterate({ force: true });
+  } finally {
+    await queue.close().catch(() => undefined);
+  }
+}
+
+/**
+ * One measurement of this node's hop and invocation costs. Its connections and the keys it makes
+ * are `round`'s (round.ts): abandoning the round ends it, whatever Redis does.
+ */
+export async function measureOverhead(redis: Redis, keys: Keys, node: string, samples: number, opts: { task?: boolean; localHop?: boolean; round?: ProbeRound } = {}): Promise<NodeOverhead> {
+  const round = opts.round ?? new ProbeRound();
   const script = 'return 1';
   const rtt: number[] = [];
   for (let i = 0; i < samples; i++) rtt.push(await timed(() => redis.eval(script, 0)));
@@ -71,31 +105,37 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
   const name = `overhead-${node}-${process.pid}`;
   const prefix = `${keys.prefix}probe`;
   // BullMQ leaves connections it was given open: ours to close.
-  const conns = [redis.duplicate({ maxRetriesPerRequest: null }), redis.duplicate({ maxRetriesPerRequest: null })];
-  for (const c of conns) c.on('error', () => undefined);
+  const conns = [round.connect(redis, { maxRetriesPerRequest: null }), round.connect(redis, { maxRetriesPerRequest: null })];
+  const label = `queue ${prefix}:${name}`;
+  round.made(label, (r) => dropQueue(r, name, prefix));
   const queue = new Queue(name, { connection: conns[0]!, prefix });
+  queue.on('error', () => undefined);
   let arrived: (() => void) | undefined;
   let worker: Worker | undefined;
   const hops: number[] = [];
   try {
     worker = new Worker(name, async () => arrived?.(), { connection: conns[1]!, prefix, autorun: true, drainDelay: 5 });
-    await worker.waitUntilReady();
+    worker.on('error', () => undefined); // a Redis gone: the round's deadline deals with it
+    // Guarded: these wait on the worker's blocking connection, which BullMQ opened (not the round's).
+    await round.guard(worker.waitUntilReady());
     for (let i = 0; i < samples + 2; i++) {
       const got = new Promise<void>((r) => (arrived = r));
       const t = await timed(async () => {
         await queue.add('probe', { i }, { removeOnComplete: true, removeOnFail: true });
-        await got;
+        await round.guard(got);
       });
       if (i >= 2) hops.push(t); // the first two warm the connections up
     }
   } finally {
-    await worker?.close().catch(() => undefined);
-    await queue.obliterate({ force: true }).catch(() => undefined);
+    // With Redis gone BullMQ's close alone never ends (bullmq#4656); closeWorker stops waiting.
+    await closeWorker(worker, conns[1]!);
     await queue.close().catch(() => undefined);
-    for (const c of conns) c.disconnect();
+    await round.clean(redis, label);
+    await Promise.all(conns.map((c) => round.release(c)));
   }
 
   // An empty call through the persistent Python worker (when this node has python3).
+  round.check();
   let call = 0;
   const dir = await mkdtemp(join(tmpdir(), 'jupiter-overhead-'));
   const py = new PythonWorker('overhead-probe', `${dir}/`);
@@ -111,9 +151,12 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
     await rm(dir, { recursive: true, force: true });
   }
   // A no-op task through the real runner, as CPU time (what tasks sharing cores queue behind).
-  const task = call > 0 && opts.task !== false ? await measureTaskCost(redis, '', keys.prefix, node, 10) : undefined;
+  round.check();
+  const task = call > 0 && opts.task !== false ? await measureTaskCost(redis, '', keys.prefix, node, 10, round) : undefined;
   // A 1 MiB hop between two tasks here, against an inline one (~16 task calls: not every round).
-  const local = call > 0 && opts.localHop !== false ? await measureLocalHop(redis, keys.prefix, node) : undefined;
+  round.check();
+  const local = call > 0 && opts.localHop !== false ? await measureLocalHop(redis, keys.prefix, node, undefined, undefined, round) : undefined;
+  round.check();
   return {
     node, hopSec: Math.min(...hops) + roundTrip, invokeSec: call + 2 * roundTrip,
     ...(task ? { taskCpuSec: task.cpuSec } : {}), ...(local ? { localHopSecPerByte: local.secPerByte, runnerCpuSecPerByte: local.cpuSecPerByte } : {}), samples, updatedAt: Date.now(),
@@ -171,11 +214,17 @@ function smoothLink(rounds: LinkProfile[]): LinkProfile {
   return { ...last, latencySec: median(rounds.map((r) => r.latencySec)), bandwidthBytesPerSec: median(rounds.map((r) => r.bandwidthBytesPerSec)), samples: rounds.reduce((a, r) => a + r.samples, 0), windowFrom: rounds[0]!.windowFrom };
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
+
 export class OverheadProber {
   private timer?: NodeJS.Timeout;
   private readonly early: NodeJS.Timeout[] = [];
   private running?: Promise<void>;
-  private conn?: Redis;
+  /** The round under way (stop abandons it). */
+  private round?: ProbeRound;
+  private stopped = false;
+  /** What abandoned rounds made in Redis and could not remove (round.ts). */
+  private readonly leftovers = new Map<string, KeyCleanup>();
   private readonly rounds: NodeOverhead[] = [];
   /** Task CPU, local hop and runner CPU per byte figures kept apart: most rounds do not measure them. */
   private readonly taskRounds: number[] = [];
@@ -194,9 +243,6 @@ export class OverheadProber {
   ) {}
 
   start(): void {
-    // Its own connection: a 256 KiB probe on the shared one would hold up heartbeats.
-    this.conn = this.redis.duplicate();
-    this.conn.on('error', () => undefined);
     const tick = (): void => {
       if (!this.running) this.running = this.once().then(() => undefined).finally(() => (this.running = undefined));
     };
@@ -205,42 +251,78 @@ export class OverheadProber {
     this.timer.unref();
   }
 
-  /** One measurement, published. */
+  /**
+   * One measurement, published. Ends by the round deadline whatever Redis does: a round still
+   * going then is abandoned (round.ts), and given UNWIND_MS to close what it opened.
+   */
   async once(): Promise<NodeOverhead | undefined> {
-    const conn = this.conn ?? this.redis;
+    if (this.stopped) return undefined;
+    const round = new ProbeRound(this.leftovers);
+    this.round = round;
+    const measuring = this.measure(round);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), this.opts.roundDeadlineMs)));
+    const stopped = round.ended.then(() => 'stopped' as const);
+    const out = await Promise.race([measuring, late, stopped]);
+    clearTimeout(timer);
+    if (out !== 'late' && out !== 'stopped') return out;
+    if (out === 'late') {
+      this.log(`overhead probe round abandoned after ${this.opts.roundDeadlineMs / 1000} s (Redis unreachable or a probe stuck); the next round runs as usual`);
+    }
+    round.abandon();
+    await Promise.race([measuring, sleep(UNWIND_MS)]);
+    return undefined;
+  }
+
+  private async measure(round: ProbeRound): Promise<NodeOverhead | undefined> {
+    // Its own connection: a 256 KiB probe on the shared one would hold up heartbeats.
+    const conn = round.connect(this.redis);
     try {
+      await round.cleanLeftovers(conn);
       const n = this.roundNo++;
       const task = n < EARLY_ROUNDS_MS.length || n % TASK_PROBE_EVERY === 0;
-      const round = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { task, localHop: n === EARLY_ROUNDS_MS.length - 1 || (n > 0 && n % TASK_PROBE_EVERY === 0) });
-      for (const [figure, kept] of [[round.taskCpuSec, this.taskRounds], [round.localHopSecPerByte, this.localRounds], [round.runnerCpuSecPerByte, this.perByteRounds]] as const) {
+      const figures = await measureOverhead(conn, this.keys, this.node, this.opts.samples, { round, task, localHop: n === EARLY_ROUNDS_MS.length - 1 || (n > 0 && n % TASK_PROBE_EVERY === 0) });
+      const links = await measureHomeLinks(conn, this.keys, this.node, this.opts.homeProbeBytes, this.opts.samples);
+      round.check();
+      for (const [figure, kept] of [[figures.taskCpuSec, this.taskRounds], [figures.localHopSecPerByte, this.localRounds], [figures.runnerCpuSecPerByte, this.perByteRounds]] as const) {
         if (figure === undefined) continue;
         kept.push(figure);
         if (kept.length > ROUNDS_KEPT) kept.shift();
       }
-      this.rounds.push(round);
-      this.linkRounds.push(await measureHomeLinks(conn, this.keys, this.node, this.opts.homeProbeBytes, this.opts.samples));
+      this.rounds.push(figures);
+      this.linkRounds.push(links);
       if (this.rounds.length > ROUNDS_KEPT) this.rounds.shift();
       if (this.linkRounds.length > ROUNDS_KEPT) this.linkRounds.shift();
       const o = smooth(this.rounds);
       if (this.taskRounds.length) o.taskCpuSec = median(this.taskRounds);
       if (this.localRounds.length) o.localHopSecPerByte = median(this.localRounds);
       if (this.perByteRounds.length) o.runnerCpuSecPerByte = median(this.perByteRounds);
-      const links = [0, 1].map((i) => smoothLink(this.linkRounds.map((r) => r[i]!)));
-      const pipe = this.redis.multi().set(this.keys.overhead(this.node), JSON.stringify(o));
-      for (const l of links) pipe.set(this.keys.linkFit(l.from, l.to), JSON.stringify(l));
+      const smoothed = [0, 1].map((i) => smoothLink(this.linkRounds.map((r) => r[i]!)));
+      const pipe = conn.multi().set(this.keys.overhead(this.node), JSON.stringify(o));
+      for (const l of smoothed) pipe.set(this.keys.linkFit(l.from, l.to), JSON.stringify(l));
       await pipe.exec();
       this.last = o;
       return o;
     } catch (e) {
-      this.log(`overhead probe failed: ${(e as Error).message}`);
+      // An abandoned round's failures are its connections dropped: once() said so already.
+      if (!round.abandoned) this.log(`overhead probe failed: ${(e as Error).message}`);
       return undefined;
+    } finally {
+      await round.release(conn);
     }
   }
 
+  /** Ends the round under way at once, then removes what rounds left in Redis if it answers. */
   async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
     for (const t of this.early) clearTimeout(t);
+    this.round?.abandon();
     await this.running?.catch(() => undefined);
-    this.conn?.disconnect();
+    if (this.leftovers.size === 0 || this.redis.status !== 'ready') return;
+    const round = new ProbeRound(this.leftovers);
+    const conn = round.connect(this.redis);
+    await Promise.race([round.cleanLeftovers(conn), sleep(LEFTOVERS_MS)]);
+    round.abandon();
   }
 }

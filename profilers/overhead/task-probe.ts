@@ -20,6 +20,7 @@ import { submitItems } from '../../circe/home/source.js';
 import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
 import { writeScratchApp } from './scratch-app.js';
+import { ProbeRound } from './round.js';
 
 export interface TaskCost {
   /** CPU seconds per task (runner + worker + Redis), median of the items after a warm-up. */
@@ -62,18 +63,21 @@ async function redisCpuSec(redis: Redis): Promise<number> {
 
 /**
  * Run `items` no-op items through a real runner of a scratch task on this node (after two
- * warm-ups). Undefined when this node cannot run a Python task.
+ * warm-ups). Undefined when this node cannot run a Python task. Its connections and keys are
+ * `round`'s (round.ts): abandoning the round ends it.
  */
-export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: string, node: string, items: number): Promise<TaskCost | undefined> {
+export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: string, node: string, items: number, round = new ProbeRound()): Promise<TaskCost | undefined> {
   const dir = await mkdtemp(join(tmpdir(), 'jupiter-taskprobe-'));
   const name = `taskprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
   const appDir = join(dir, name);
-  const conns = [redis.duplicate(), redis.duplicate({ maxRetriesPerRequest: null })];
-  for (const c of conns) c.on('error', () => undefined);
+  const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];
+  const label = `app ${prefix}${name}`;
   let runner: TaskRunner | undefined;
   try {
     const app = await writeScratchApp(appDir, [{ name: TASK, children: ['home'], script: SCRIPT }]);
+    round.made(label, (r) => teardownAppKeys(r, prefix, name));
     await configureApp(redis, prefix, app.name, {});
+    // Not guarded: a runner fails to start once its shared connections are dropped.
     runner = await TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: conns[0]!, workerRedis: conns[1]! } });
     const k = appKeys(prefix, app.name);
     const walls: number[] = [];
@@ -105,8 +109,8 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
     return undefined; // no Python here, or the runner could not start: the model keeps the idle probes
   } finally {
     await runner?.close().catch(() => undefined);
-    await teardownAppKeys(redis, prefix, name).catch(() => undefined);
-    for (const c of conns) c.disconnect();
+    await round.clean(redis, label);
+    await Promise.all(conns.map((c) => round.release(c)));
     await rm(dir, { recursive: true, force: true });
   }
 }

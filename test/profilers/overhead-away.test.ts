@@ -18,7 +18,7 @@ const PREFIX = 'jaway:';
 const keys = redisKeys(PREFIX);
 const ABANDONED = /^overhead probe round abandoned/;
 
-/** This process's descendants other than the Redis servers (the probes' Python workers). */
+/** This process's descendants other than the Redis servers, as "pid comm". */
 function ownChildren(): string[] {
   const parent = new Map<number, { ppid: number; comm: string }>();
   for (const pid of readdirSync('/proc').filter((f) => /^\d+$/.test(f))) {
@@ -35,6 +35,22 @@ function ownChildren(): string[] {
     return false;
   };
   return [...parent].filter(([pid, s]) => mine(pid) && !s.comm.startsWith('redis-server')).map(([pid, s]) => `${pid} ${s.comm}`);
+}
+
+/**
+ * Waits until every descendant started since `before` (the probes' runners and Python workers) has
+ * exited. Earlier suites in the same mocha process may leave long-lived helpers of their own; those
+ * are in `before` and not this test's business.
+ */
+async function childrenGone(before: Set<string>): Promise<void> {
+  // Said, not hidden: a process an earlier suite left behind is a leak worth seeing in the log.
+  if (before.size > 0) console.log(`      left running by earlier suites: ${[...before].join(', ')}`);
+  let left: string[] = [];
+  try {
+    await until(() => (left = ownChildren().filter((c) => !before.has(c))).length === 0 && ['none'], 30_000, "the probes' Python workers to exit");
+  } catch (e) {
+    throw new Error(`${(e as Error).message}; still running: ${left.join(', ')}`);
+  }
 }
 
 describe('profilers: an overhead probe round with Redis gone', function () {
@@ -59,6 +75,7 @@ describe('profilers: an overhead probe round with Redis gone', function () {
 
   it('a round ends by its deadline when Redis is killed mid-round; once Redis is back a later round publishes and removes what it left', async () => {
     const logs: string[] = [];
+    const before = new Set(ownChildren());
     // Long enough for a round on a busy 2-core host; the killed round waits for all of it.
     const p = prober(logs, { everyMs: 1000, roundDeadlineMs: 30_000 });
     p.start();
@@ -77,11 +94,12 @@ describe('profilers: an overhead probe round with Redis gone', function () {
     // The abandoned round's scratch app and probe queue were removed by a later one.
     const left = (await scanKeys(redis!, `${PREFIX}*`)).filter((k) => k !== keys.overhead('n1') && !k.endsWith(':fit'));
     expect(left).to.deep.equal([]);
-    await until(() => ownChildren().length === 0 && ['none'], 30_000, "the probes' Python workers to exit");
+    await childrenGone(before);
   });
 
   it('stop() returns while a round waits on a Redis that is gone', async () => {
     const logs: string[] = [];
+    const before = new Set(ownChildren());
     // A deadline beyond mocha's timeout: only stop can end this round.
     const p = prober(logs, { everyMs: 1000, roundDeadlineMs: 10 * 60_000 });
     p.start();
@@ -93,7 +111,7 @@ describe('profilers: an overhead probe round with Redis gone', function () {
       await p.stop();
     }
     expect(logs).to.deep.equal([]);
-    await until(() => ownChildren().length === 0 && ['none'], 30_000, "the probes' Python workers to exit");
+    await childrenGone(before);
     await server!.restart(); // for the after hook's stop
   });
 });

@@ -6,8 +6,9 @@
 //   (home included). FLAG true (broadcast): every child gets all of it. FLAG false: the i-th
 //   output goes to the i-th child, so each child gets output / (number of listed children,
 //   `home` included). A task without any output profile sends 0 bytes (transfer = link latency).
-// - Execution time of a profiled task on a node: the mean of its records there; missing on a node:
-//   the mean over the nodes where it was profiled; never profiled: defaultExecSec (1 ms).
+// - Execution time of a profiled task on a node: the mean of its records there; nodes alike (one
+//   machine, the same CPU limit) get the median of the group's (pooledExecProfiles); missing on a
+//   node: the mean over the nodes where it was profiled; never profiled: defaultExecSec (1 ms).
 // - exec_profiler=false tasks (the original's "super tasks", which HEFT fed the home's numbers on
 //   every node): the same time on every node = the mean of whatever records exist for them
 //   (usually the home's), else defaultExecSec. They then cost the same everywhere and only
@@ -32,7 +33,7 @@
 //   `sourceBytes` from the home, the tasks listing `home` as a child send it their share of their
 //   output; over the profiled home <-> node links (missing: defaultLink).
 import { widestLevel } from './dag-width.js';
-import type { AppSpec, LinkProfile, Mapping, NodeOverhead, ProfileSnapshot } from '../config/types.js';
+import type { AppSpec, ExecProfile, LinkProfile, Mapping, NodeOverhead, NodeResources, ProfileSnapshot } from '../config/types.js';
 import { HOME } from '../config/types.js';
 import type { LinkModel, Problem, ProblemLink } from './problem.js';
 import { validateProblem } from './problem.js';
@@ -46,6 +47,12 @@ export interface FromProfilesOptions {
   defaultLink?: LinkModel;
   /** Bytes the home sends each entry task per item (the source hop; default 1 KiB). */
   sourceBytes?: number;
+  /**
+   * Pool the execution profiles of alike nodes on one machine (pooledExecProfiles; default true).
+   * Off for a snapshot whose exec entries carry runtime observations of each node (adapt/plan.ts
+   * pools the profiles before it blends them in).
+   */
+  poolExec?: boolean;
 }
 
 export const DEFAULT_EXEC_SEC = 0.001;
@@ -67,13 +74,15 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
   const dag = new Set(app.dagTasks);
 
   const byTask = new Map<string, typeof profiles.exec>();
-  for (const e of profiles.exec) {
+  const execProfiles = opts.poolExec === false ? profiles.exec : pooledExecProfiles(app.name, profiles, nodes).exec;
+  for (const e of execProfiles) {
     if (e.app !== app.name && e.app !== '') continue;
     const list = byTask.get(e.task) ?? [];
     list.push(e);
     byTask.set(e.task, list);
   }
 
+  const res = new Map(profiles.nodes.map((n) => [n.node, n]));
   const exec: Problem['exec'] = {};
   for (const t of app.dagTasks) {
     const recs = byTask.get(t) ?? [];
@@ -119,7 +128,6 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     }
   }
 
-  const res = new Map(profiles.nodes.map((n) => [n.node, n]));
   const problem: Problem = {
     tasks: app.dagTasks.slice(),
     edges,
@@ -207,6 +215,51 @@ const median = (xs: number[]): number => {
   const m = v.length >> 1;
   return v.length % 2 ? (v[m] as number) : ((v[m - 1] as number) + (v[m] as number)) / 2;
 };
+
+/**
+ * Which nodes are alike: one machine (`host`) and the same CPU limit (none, or equal to 0.01 core).
+ * Undefined for a node whose machine is unknown: it is alike to none.
+ */
+export function alikeKey(resources: (node: string) => Pick<NodeResources, 'host' | 'cpuLimit'> | undefined): (node: string) => string | undefined {
+  return (node) => {
+    const r = resources(node);
+    if (!r?.host) return undefined;
+    const limit = r.cpuLimit !== undefined && Number.isFinite(r.cpuLimit) && r.cpuLimit > 0 ? r.cpuLimit.toFixed(2) : 'none';
+    return `${r.host}\u0000${limit}`;
+  };
+}
+
+/**
+ * The snapshot with the app's execution profiles on alike nodes pooled: every record of a task on
+ * a node of a group of alike nodes (alikeKey) among `nodes` gets the median of the group's
+ * per-node means. A profile is the fastest of a few calls on one node, and on one machine the
+ * nodes' profiles of one task spread with what else ran at that moment: camera's detect 6.7-25 ms
+ * across the testbed's seven hosts, and the mappers put it on the host whose calls came out
+ * fastest, where it then ran 28 ms like anywhere else. Real differences between nodes of one
+ * machine (a CPU hog, a busier neighbour) are what runtime observations show: a re-map pools the
+ * profiles before it blends those in (adapt/plan.ts). Nodes alike to none keep their own.
+ */
+export function pooledExecProfiles(app: string, profiles: ProfileSnapshot, nodes: string[]): ProfileSnapshot {
+  const res = new Map(profiles.nodes.map((n) => [n.node, n]));
+  const key = alikeKey((n) => res.get(n));
+  const mine = (e: ExecProfile): boolean => (e.app === app || e.app === '') && nodes.includes(e.node) && key(e.node) !== undefined;
+  // task -> group -> node -> durations
+  const groups = new Map<string, Map<string, Map<string, number[]>>>();
+  for (const e of profiles.exec) {
+    if (!mine(e)) continue;
+    const byGroup = groups.get(e.task) ?? new Map<string, Map<string, number[]>>();
+    const byNode = byGroup.get(key(e.node)!) ?? new Map<string, number[]>();
+    byNode.set(e.node, [...(byNode.get(e.node) ?? []), e.durationSec]);
+    byGroup.set(key(e.node)!, byNode);
+    groups.set(e.task, byGroup);
+  }
+  const exec = profiles.exec.map((e) => {
+    const byNode = mine(e) ? groups.get(e.task)?.get(key(e.node)!) : undefined;
+    if (!byNode || byNode.size < 2) return e;
+    return { ...e, durationSec: median([...byNode.values()].map(mean)) };
+  });
+  return { ...profiles, exec };
+}
 
 /**
  * Nodes on one machine share its kernel, its cores and its way to Redis: their control costs are

@@ -17,7 +17,7 @@ export { simulate } from './simulate.js';
 export type { SimPolicy } from './simulate.js';
 export { checkSchedule } from './check.js';
 export type { CheckReport } from './check.js';
-export { problemFromProfiles, placeHelperTasks } from './from-profiles.js';
+export { problemFromProfiles, placeHelperTasks, pooledExecProfiles } from './from-profiles.js';
 export type { FromProfilesOptions } from './from-profiles.js';
 export { controlRelation, chooseNodeGreedy, chooseNodeRandom, viewOf, candidatesOf, GREEDY_THRESHOLD, GREEDY_PENALTY_SEC } from './wave.js';
 export type { ControlRelation, GreedyView } from './wave.js';

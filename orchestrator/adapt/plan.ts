@@ -3,7 +3,7 @@
 // the predicted gain compares like with like. Pure: the caller reads Redis.
 import type { MappingRecord } from '../../config/events.js';
 import type { AppSpec, Mapping, ProfileSnapshot } from '../../config/types.js';
-import { mappers, problemFromProfiles, simulate, type Problem } from '../../mappers/index.js';
+import { mappers, pooledExecProfiles, problemFromProfiles, simulate, type Problem } from '../../mappers/index.js';
 import { blendExecProfiles, fitExecModels, type ExecModel, type ExecRecord } from '../../profilers/models/exec-model.js';
 
 export interface RemapPlan {
@@ -51,9 +51,10 @@ function mapperFn(name: string): (typeof mappers)[string] {
 export function planRemap(input: PlanInput): RemapPlan {
   const { app, current } = input;
   const models = fitExecModels(input.records, { now: input.now });
-  const snapshot = blendExecProfiles(input.snapshot, app.name, models);
-  const nodes = [...new Set(snapshot.nodes.map((n) => n.node))].filter((n) => n !== 'home');
-  const problem = problemFromProfiles(app, snapshot, { nodes });
+  const nodes = [...new Set(input.snapshot.nodes.map((n) => n.node))].filter((n) => n !== 'home');
+  // The profiles pooled over alike nodes as a deploy sees them, then what each node was seen doing.
+  const snapshot = blendExecProfiles(pooledExecProfiles(app.name, input.snapshot, nodes), app.name, models);
+  const problem = problemFromProfiles(app, snapshot, { nodes, poolExec: false });
   const dagMapping: Mapping = {};
   for (const t of app.dagTasks) if (current.mapping[t] !== undefined) dagMapping[t] = current.mapping[t]!;
   // Moves asked for by hand need no mapper: they are evaluated as they are.

@@ -77,4 +77,18 @@ describe('adapt: re-mapping plan from the current models (orchestrator/adapt/pla
     const recs = execRecordsOf({ 'task0|enter': '900', 'task0|start': '1000', 'task0|finish': '1250', 'task0|node': 'node2', 'task0|file': 'a.txt', 'task0|in': '4096', 'task1|start': '1300' });
     expect(recs).to.deep.equal([{ task: 'task0', node: 'node2', inBytes: 4096, seconds: 0.25, at: 1250 }]);
   });
+
+  it('on one machine the one-shot profiles are pooled, what each node was seen doing is not: a node seen 10x slower is left', () => {
+    const snap = snapshot(app);
+    // One machine: node3's profile came out luckiest, which pooling evens out ...
+    snap.nodes = snap.nodes.map((n) => ({ ...n, host: 'box' }));
+    snap.exec = snap.exec.map((e) => ({ ...e, durationSec: e.node === 'node3' ? 0.01 : 0.05 }));
+    const quiet = planRemap({ app, snapshot: snap, records: [], current, mapper: 'heft' });
+    expect(quiet.problem.exec[app.dagTasks[0]!]).to.deep.equal({ node1: 0.05, node2: 0.05, node3: 0.05 });
+    // ... while node1's runtime records still tell it apart.
+    const records: ExecRecord[] = app.dagTasks.flatMap((task) => Array.from({ length: 20 }, (_, i) => ({ task, node: 'node1', inBytes: 1000, seconds: 0.5, at: 1000 + i })));
+    const plan = planRemap({ app, snapshot: snap, records, current, mapper: 'heft', now: 2000 });
+    expect(Object.values(plan.after.mapping)).to.not.include('node1');
+    expect(plan.problem.exec[app.dagTasks[0]!]!.node1).to.be.greaterThan(0.2);
+  });
 });

@@ -109,4 +109,28 @@ describe('mappers: nodes sharing a host', () => {
     expect(widestLevel(['x', 'a', 'b', 'c'], [e('x', 'a'), e('a', 'b'), e('x', 'b'), e('x', 'c')])).to.equal(2);
     expect(widestLevel([], [])).to.equal(0);
   });
+
+  it('problemFromProfiles pools the execution profiles of alike nodes (one machine, one CPU limit): the median of theirs, not the luckiest', async () => {
+    const app = await loadApp('apps/camera');
+    const now = Date.now();
+    const res = (node: string, host: string, cpuLimit?: number) => ({ node, host, cpuPercent: 1, cpuMean: 1, memPercent: 1, memMean: 1, cores: 2, load1: 0, freeMemBytes: 1e9, updatedAt: now, ...(cpuLimit ? { cpuLimit } : {}) });
+    // As profiled on the edge-fog-cloud testbed's hosts (one machine): detect 6.7-25 ms.
+    const detect: Record<string, number> = { fog1: 0.0067, fog2: 0.025, edge1: 0.012, edge2: 0.02, edge3: 0.011, cloud: 0.018, lone: 0.004 };
+    const nodes = Object.keys(detect);
+    const snap: ProfileSnapshot = {
+      takenAt: now,
+      nodes: [res('fog1', 'box', 1), res('fog2', 'box', 1), res('edge1', 'box', 0.5), res('edge2', 'box', 0.5), res('edge3', 'box', 0.5), res('cloud', 'box'), res('lone', 'other')],
+      links: [],
+      exec: app.dagTasks.flatMap((task) => nodes.map((node) => ({ app: app.name, task, node, durationSec: task === 'detect' ? detect[node]! : 0.001, outputBytes: 1000, updatedAt: now }))),
+    };
+    const p = problemFromProfiles(app, snap, { nodes });
+    // fog: median of two = their mean; edge: the middle one; cloud and lone: alone in their group.
+    expect(p.exec.detect).to.deep.equal({ fog1: 0.01585, fog2: 0.01585, edge1: 0.012, edge2: 0.012, edge3: 0.012, cloud: 0.018, lone: 0.004 });
+    expect(problemFromProfiles(app, snap, { nodes, poolExec: false }).exec.detect).to.deep.equal(detect);
+    // Only the nodes mapped onto count: without edge3 the edges' median is of edge1 and edge2.
+    expect(problemFromProfiles(app, snap, { nodes: ['edge1', 'edge2'] }).exec.detect).to.deep.equal({ edge1: 0.016, edge2: 0.016 });
+    // Without a machine in the resources nothing is pooled.
+    const anon = problemFromProfiles(app, { ...snap, nodes: snap.nodes.map(({ host: _h, ...n }) => n) }, { nodes });
+    expect(anon.exec.detect).to.deep.equal(detect);
+  });
 });

@@ -230,14 +230,22 @@ export function alikeKey(resources: (node: string) => Pick<NodeResources, 'host'
 }
 
 /**
+ * How far (a factor either way) a node's profile may be from its group's median and still be
+ * pooled: the noise of one-shot profiles on one machine spread 3.7x (camera's detect 6.7-25 ms
+ * across the testbed's hosts, median ~15); a node 10x slower than its group is a real difference.
+ */
+const POOL_SPREAD = 3;
+
+/**
  * The snapshot with the app's execution profiles on alike nodes pooled: every record of a task on
  * a node of a group of alike nodes (alikeKey) among `nodes` gets the median of the group's
- * per-node means. A profile is the fastest of a few calls on one node, and on one machine the
- * nodes' profiles of one task spread with what else ran at that moment: camera's detect 6.7-25 ms
- * across the testbed's seven hosts, and the mappers put it on the host whose calls came out
- * fastest, where it then ran 28 ms like anywhere else. Real differences between nodes of one
- * machine (a CPU hog, a busier neighbour) are what runtime observations show: a re-map pools the
- * profiles before it blends those in (adapt/plan.ts). Nodes alike to none keep their own.
+ * per-node means, unless it is more than POOL_SPREAD times off it. A profile is the fastest of a
+ * few calls on one node, and on one machine the nodes' profiles of one task spread with what else
+ * ran at that moment: camera's detect 6.7-25 ms across the testbed's seven hosts, and the mappers
+ * put it on the host whose calls came out fastest, where it then ran 28 ms like anywhere else.
+ * Smaller real differences between nodes of one machine (a CPU hog, a busier neighbour) are what
+ * runtime observations show: a re-map pools the profiles before it blends those in
+ * (adapt/plan.ts). Nodes alike to none keep their own.
  */
 export function pooledExecProfiles(app: string, profiles: ProfileSnapshot, nodes: string[]): ProfileSnapshot {
   const res = new Map(profiles.nodes.map((n) => [n.node, n]));
@@ -256,7 +264,9 @@ export function pooledExecProfiles(app: string, profiles: ProfileSnapshot, nodes
   const exec = profiles.exec.map((e) => {
     const byNode = mine(e) ? groups.get(e.task)?.get(key(e.node)!) : undefined;
     if (!byNode || byNode.size < 2) return e;
-    return { ...e, durationSec: median([...byNode.values()].map(mean)) };
+    const m = median([...byNode.values()].map(mean));
+    const own = mean(byNode.get(e.node)!);
+    return own <= POOL_SPREAD * m && own * POOL_SPREAD >= m ? { ...e, durationSec: m } : e;
   });
   return { ...profiles, exec };
 }

@@ -6,7 +6,8 @@
 // as DRUPE, stretched by the traffic budget (budget.ts: steady probes carry at most `budget` of
 // the link's capacity) and restricted to the sizes the budget affords at that pace; where that
 // excludes the largest size, it has a share of the budget on its own schedule, drawn early when the
-// other sizes show the fit stale (budget.ts largestDue, staleEvidence). The fit uses
+// other sizes show the fit stale (budget.ts largestDue, staleEvidence; where no affordable size
+// counts as evidence, the smallest that does has a share of its own, evidenceDue). The fit uses
 // the samples of the link's current regime only (window.ts): when a change is detected the list
 // is cut at the change (so restarts and other readers agree) and the link is re-probed at once.
 // Probes of one agent run one at a time, so an agent never competes with itself for its link, and
@@ -20,7 +21,7 @@ import type { Redis } from 'ioredis';
 import type { Keys } from '../../config/redis-keys.js';
 import type { LinkProfile } from '../../config/types.js';
 import type { AgentRegistration } from '../agent/registry.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, DEFAULT_PROBE_BUDGET, largestDue, largestMisses, staleEvidence } from './budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, DEFAULT_PROBE_BUDGET, evidenceDue, isEvidenceSize, largestDue, largestMisses, staleEvidence } from './budget.js';
 import { fitLink, type LinkSample } from './fit.js';
 import { lockPair, unlockPair } from './pair-lock.js';
 import { probe, ProbeTimeoutError } from './probe-client.js';
@@ -83,6 +84,10 @@ interface Peer {
   largestAt: number;
   /** Rate the other sizes showed since the last probe of the largest (budget.ts staleEvidence). */
   evidence?: number;
+  /** End of the last probe of a size that counts as evidence (budget.ts isEvidenceSize; ms since epoch, 0 = never). */
+  evidenceAt: number;
+  /** No steady probe of the largest size since the bootstrap or the link's last change (budget.ts budgetSplit). */
+  unchecked: boolean;
   /** Early largest probes in a row that found the fit right (budget.ts largestMisses). */
   largestMisses: number;
   /** End of the newest real transfer (link-transfers) the fit has seen (ms since epoch). */
@@ -160,7 +165,7 @@ export class NetworkProfiler {
         known.reg = reg;
         continue;
       }
-      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0, largestAt: 0, largestMisses: 0, transfersSeen: 0 });
+      this.peers.set(reg.node, { reg, pending: this.bootstrapPlan(), retries: 0, nextAt: 0, heldUntil: 0, largestAt: 0, evidenceAt: 0, unchecked: true, largestMisses: 0, transfersSeen: 0 });
       this.log(`peer ${reg.node} at ${reg.host}:${reg.port}: bootstrap probing`);
     }
     for (const name of [...this.peers.keys()]) if (!live.has(name)) this.peers.delete(name);
@@ -208,11 +213,12 @@ export class NetworkProfiler {
   private steadyJob(peer: Peer, now: number): Job {
     const { sizes, budget, refreshMs } = this.opts;
     if (peer.capacity === undefined) return { bytes: sizes[Math.floor(Math.random() * sizes.length)]!, steady: true };
-    const split = budgetSplit(sizes, peer.capacity, budget, refreshMs);
+    const split = budgetSplit(sizes, peer.capacity, budget, refreshMs, peer.unchecked);
     const largest = Math.max(...sizes);
     if (split.largestForced) {
       const due = largestDue(largest, peer.capacity, budget, now - peer.largestAt, peer.evidence, peer.largestMisses);
       if (due.due) return { bytes: largest, steady: true, ...(due.early ? { early: peer.capacity } : {}) };
+      if (split.evidenceSize !== undefined && evidenceDue(split.evidenceSize, peer.capacity, budget, now - peer.evidenceAt)) return { bytes: split.evidenceSize, steady: true };
     }
     const ok = affordableSizes(sizes, peer.capacity, split.fraction, refreshMs);
     return { bytes: ok[Math.floor(Math.random() * ok.length)]!, steady: true };
@@ -248,10 +254,13 @@ export class NetworkProfiler {
     peer.capacity = budgetCapacity(peer.fitBandwidth, job.bytes, seconds);
     const largest = job.bytes === Math.max(...this.opts.sizes);
     if (largest) peer.largestAt = end;
+    if (largest && job.steady) peer.unchecked = false;
+    if (isEvidenceSize(job.bytes, Math.max(...this.opts.sizes))) peer.evidenceAt = end;
     if (job.early !== undefined) peer.largestMisses = largestMisses(peer.largestMisses, job.bytes, seconds, job.early);
-    const split = budgetSplit(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs);
-    // A forced largest probe is paid for by its own schedule (largestDue), not by a pause.
-    const pause = largest && split.largestForced ? 0 : budgetPauseMs(job.bytes, seconds, peer.capacity, split.fraction);
+    const split = budgetSplit(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs, peer.unchecked);
+    // A forced largest probe, or an evidence probe, is paid for by its own schedule (largestDue, evidenceDue), not by a pause.
+    const own = (largest && split.largestForced) || job.bytes === split.evidenceSize;
+    const pause = own ? 0 : budgetPauseMs(job.bytes, seconds, peer.capacity, split.fraction);
     peer.nextAt = Math.max(start + this.opts.refreshMs, end + pause);
     if (!job.steady) return;
     const t = this.stats.steady.get(peer.reg.node) ?? { bytes: 0, probes: 0, firstAt: start, lastAt: end, capacity: peer.capacity };
@@ -275,6 +284,7 @@ export class NetworkProfiler {
 
   /** A change was detected: probe the sizes the new regime can carry quickly, largest first. */
   private reprobe(peer: Peer, sample: LinkSample): void {
+    peer.unchecked = true; // a new regime: its fit is the re-probes', not yet checked by a steady largest probe
     const rate = sample.bytes / sample.seconds;
     // A fit of the new regime needs two sizes: the two smallest at least, however slow the link
     // now looks (a timed-out probe's rate is only a bound, and may afford none).

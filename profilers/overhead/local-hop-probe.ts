@@ -95,6 +95,9 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
   const name = `hopprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
   const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];
   const label = `app ${prefix}${name}`;
+  // The probe's own commands go over the round's connection too: on `redis` (which never gives up
+  // a command) a probe waited for a Redis gone mid-round, and so did its runner's Python worker.
+  const own = conns[0]!;
   const runners: TaskRunner[] = [];
   try {
     const app = await writeScratchApp(join(dir, name), [
@@ -102,7 +105,7 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
       { name: 'take', children: ['home'], script: TAKE },
     ]);
     round.made(label, (r) => teardownAppKeys(r, prefix, name));
-    await configureApp(redis, prefix, app.name, { dataPath: 'direct' });
+    await configureApp(own, prefix, app.name, { dataPath: 'direct' });
     const shared = { redis: conns[0]!, workerRedis: conns[1]! };
     for (const task of app.tasks) {
       // Not guarded: a runner fails to start once its shared connections are dropped.
@@ -115,14 +118,14 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
       const f = join(dir, `${i}in.txt`);
       await writeFile(f, `${size}\n`);
       const c0 = process.cpuUsage();
-      const [it] = await submitItems(redis, prefix, app, [f], { runId: 'probe' });
+      const [it] = await submitItems(own, prefix, app, [f], { runId: 'probe' });
       const deadline = Date.now() + 10_000;
-      while (!(await redis.hexists(k.rt(it!.item), 'take|finish'))) {
+      while (!(await own.hexists(k.rt(it!.item), 'take|finish'))) {
         if (Date.now() > deadline) return undefined;
         await new Promise((r) => setTimeout(r, 5));
       }
       const c = process.cpuUsage(c0);
-      const [made, taken] = await redis.hmget(k.rt(it!.item), 'make|finish', 'take|start');
+      const [made, taken] = await own.hmget(k.rt(it!.item), 'make|finish', 'take|start');
       const sec = (Number(taken) - Number(made)) / 1000;
       return Number.isFinite(sec) ? { sec, cpuSec: (c.user + c.system) / 1e6 } : undefined;
     };

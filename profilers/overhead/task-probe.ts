@@ -72,11 +72,14 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
   const appDir = join(dir, name);
   const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];
   const label = `app ${prefix}${name}`;
+  // The probe's own commands go over the round's connection too: on `redis` (which never gives up
+  // a command) a probe waited for a Redis gone mid-round, and so did its runner's Python worker.
+  const own = conns[0]!;
   let runner: TaskRunner | undefined;
   try {
     const app = await writeScratchApp(appDir, [{ name: TASK, children: ['home'], script: SCRIPT }]);
     round.made(label, (r) => teardownAppKeys(r, prefix, name));
-    await configureApp(redis, prefix, app.name, {});
+    await configureApp(own, prefix, app.name, {});
     // Not guarded: a runner fails to start once its shared connections are dropped.
     runner = await TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: conns[0]!, workerRedis: conns[1]! } });
     const k = appKeys(prefix, app.name);
@@ -89,21 +92,21 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
       if (i === 2) {
         c0 = process.cpuUsage();
         w0 = procCpuSec(runner.invokerPid);
-        r0 = await redisCpuSec(redis);
+        r0 = await redisCpuSec(own);
       }
       const f = join(dir, `${i}in.txt`);
       await writeFile(f, `probe item ${i}\n`);
       const t0 = performance.now();
-      const [it] = await submitItems(redis, prefix, app, [f], { runId: 'probe' });
+      const [it] = await submitItems(own, prefix, app, [f], { runId: 'probe' });
       const deadline = Date.now() + 10_000;
-      while (!(await redis.hexists(k.rt(it!.item), `${TASK}|finish`))) {
+      while (!(await own.hexists(k.rt(it!.item), `${TASK}|finish`))) {
         if (Date.now() > deadline) return undefined;
         await new Promise((r) => setTimeout(r, 2));
       }
       if (i >= 2) walls.push((performance.now() - t0) / 1000);
     }
     const c = process.cpuUsage(c0);
-    const cpu = (c.user + c.system) / 1e6 + (procCpuSec(runner.invokerPid) - w0) + ((await redisCpuSec(redis)) - r0);
+    const cpu = (c.user + c.system) / 1e6 + (procCpuSec(runner.invokerPid) - w0) + ((await redisCpuSec(own)) - r0);
     return { cpuSec: cpu / items, wallSec: median(walls) };
   } catch {
     return undefined; // no Python here, or the runner could not start: the model keeps the idle probes

@@ -82,7 +82,7 @@ describe('adapt: re-mapping plan from the current models (orchestrator/adapt/pla
     const snap = snapshot(app);
     // One machine: node3's profile came out luckiest, which pooling evens out ...
     snap.nodes = snap.nodes.map((n) => ({ ...n, host: 'box' }));
-    snap.exec = snap.exec.map((e) => ({ ...e, durationSec: e.node === 'node3' ? 0.01 : 0.05 }));
+    snap.exec = snap.exec.map((e) => ({ ...e, durationSec: e.node === 'node3' ? 0.02 : 0.05 }));
     const quiet = planRemap({ app, snapshot: snap, records: [], current, mapper: 'heft' });
     expect(quiet.problem.exec[app.dagTasks[0]!]).to.deep.equal({ node1: 0.05, node2: 0.05, node3: 0.05 });
     // ... while node1's runtime records still tell it apart.

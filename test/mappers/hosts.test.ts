@@ -110,7 +110,7 @@ describe('mappers: nodes sharing a host', () => {
     expect(widestLevel([], [])).to.equal(0);
   });
 
-  it('problemFromProfiles pools the execution profiles of alike nodes (one machine, one CPU limit): the median of theirs, not the luckiest', async () => {
+  it('problemFromProfiles pools the execution profiles of alike nodes (one machine, one CPU limit): the median of theirs, not the luckiest; a node far off keeps its own', async () => {
     const app = await loadApp('apps/camera');
     const now = Date.now();
     const res = (node: string, host: string, cpuLimit?: number) => ({ node, host, cpuPercent: 1, cpuMean: 1, memPercent: 1, memMean: 1, cores: 2, load1: 0, freeMemBytes: 1e9, updatedAt: now, ...(cpuLimit ? { cpuLimit } : {}) });
@@ -129,6 +129,9 @@ describe('mappers: nodes sharing a host', () => {
     expect(problemFromProfiles(app, snap, { nodes, poolExec: false }).exec.detect).to.deep.equal(detect);
     // Only the nodes mapped onto count: without edge3 the edges' median is of edge1 and edge2.
     expect(problemFromProfiles(app, snap, { nodes: ['edge1', 'edge2'] }).exec.detect).to.deep.equal({ edge1: 0.016, edge2: 0.016 });
+    // A node more than 3x off its group's median is a real difference, not noise: it keeps its own.
+    const hog = problemFromProfiles(app, { ...snap, exec: snap.exec.map((e) => (e.task === 'detect' && e.node === 'edge3' ? { ...e, durationSec: 0.2 } : e)) }, { nodes });
+    expect(hog.exec.detect).to.deep.include({ edge1: 0.02, edge2: 0.02, edge3: 0.2 });
     // Without a machine in the resources nothing is pooled.
     const anon = problemFromProfiles(app, { ...snap, nodes: snap.nodes.map(({ host: _h, ...n }) => n) }, { nodes });
     expect(anon.exec.detect).to.deep.equal(detect);

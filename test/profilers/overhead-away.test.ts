@@ -18,7 +18,7 @@ const PREFIX = 'jaway:';
 const keys = redisKeys(PREFIX);
 const ABANDONED = /^overhead probe round abandoned/;
 
-/** This process's descendants other than the Redis servers, as "pid comm". */
+/** This process's descendants other than the Redis servers and their own forks (an AOF rewrite after the restart), as "pid comm". */
 function ownChildren(): string[] {
   const parent = new Map<number, { ppid: number; comm: string }>();
   for (const pid of readdirSync('/proc').filter((f) => /^\d+$/.test(f))) {
@@ -30,11 +30,16 @@ function ownChildren(): string[] {
       // gone meanwhile
     }
   }
+  const redis = (pid: number): boolean => parent.get(pid)?.comm.startsWith('redis') === true;
   const mine = (pid: number): boolean => {
-    for (let p = parent.get(pid)?.ppid; p; p = parent.get(p)?.ppid) if (p === process.pid) return true;
+    if (redis(pid)) return false;
+    for (let p = parent.get(pid)?.ppid; p; p = parent.get(p)?.ppid) {
+      if (p === process.pid) return true;
+      if (redis(p)) return false;
+    }
     return false;
   };
-  return [...parent].filter(([pid, s]) => mine(pid) && !s.comm.startsWith('redis-server')).map(([pid, s]) => `${pid} ${s.comm}`);
+  return [...parent].filter(([pid]) => mine(pid)).map(([pid, s]) => `${pid} ${s.comm}`);
 }
 
 /**
@@ -72,6 +77,8 @@ describe('profilers: an overhead probe round with Redis gone', function () {
     new OverheadProber(redis!, keys, 'n1', { ...defaultOverheadOptions(), samples: 3, homeProbeBytes: [1024, 4096], ...o }, (l) => void logs.push(l));
   /** Until the first round's task probe (a runner, a Python worker, a scratch app) is under way. */
   const inTaskProbe = (): Promise<string[]> => until(async () => (await scanKeys(redis!, `${PREFIX}*taskprobe-*`)).length > 0 && ['yes'], 60_000, 'the task probe', 5);
+  /** Until the task probe's runner is up and its items flow (the probe polls for each one's finish). */
+  const inTaskItems = (): Promise<string[]> => until(async () => (await scanKeys(redis!, `${PREFIX}*taskprobe-*rt:*`)).length > 0 && ['yes'], 60_000, "the task probe's items", 5);
 
   it('a round ends by its deadline when Redis is killed mid-round; once Redis is back a later round publishes and removes what it left', async () => {
     const logs: string[] = [];
@@ -104,7 +111,8 @@ describe('profilers: an overhead probe round with Redis gone', function () {
     const p = prober(logs, { everyMs: 1000, roundDeadlineMs: 10 * 60_000 });
     p.start();
     try {
-      await inTaskProbe();
+      // Mid-items: the probe's own polling, and not only its runner, then waits on the gone Redis.
+      await inTaskItems();
       await server!.kill();
       await sleep(500); // the round's commands now wait on the missing Redis
     } finally {

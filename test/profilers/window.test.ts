@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fitLink, type LinkSample } from '../../profilers/network/fit.js';
 import { linkWindow } from '../../profilers/network/window.js';
-import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, largestDue, largestMisses, MAX_BOOST, staleEvidence } from '../../profilers/network/budget.js';
+import { affordableSizes, budgetCapacity, budgetPauseMs, budgetSplit, EVIDENCE_SHARE, evidenceDue, isEvidenceSize, largestDue, largestMisses, MAX_BOOST, staleEvidence } from '../../profilers/network/budget.js';
 
 const KB = 1024;
 const MIB = 1024 * 1024;
@@ -206,6 +206,9 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     const rnd = prng(5);
     let list = [...boot].reverse();
     let largestAt = Math.max(...boot.filter((s) => s.bytes === L).map((s) => s.at));
+    let evidenceAt = Math.max(...boot.filter((s) => isEvidenceSize(s.bytes, L)).map((s) => s.at));
+    const sizes: number[] = [];
+    let unchecked = true;
     let misses = 0;
     let bytes = 0;
     // The capped list may hold one size only for a while (a slow link affords 10 KB probes alone): the last fit stays, as in refit.
@@ -216,23 +219,27 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
       const w = linkWindow(list, { now: t, maxAgeMs: 20 * MIN });
       list = w.samples;
       cap = budgetCapacity(fitLink(list)?.bandwidthBytesPerSec ?? cap, 0, 0);
-      const split = budgetSplit(TB_SIZES, cap, 0.02, 3000);
+      const split = budgetSplit(TB_SIZES, cap, 0.02, 3000, unchecked);
       const due = split.largestForced ? largestDue(L, cap, 0.02, t - largestAt, staleEvidence(list, L), misses) : { due: false, early: false };
+      const evidence = !due.due && split.evidenceSize !== undefined && evidenceDue(split.evidenceSize, cap, 0.02, t - evidenceAt);
       const ok = affordableSizes(TB_SIZES, cap, split.fraction, 3000);
-      const size = due.due ? L : ok[Math.floor(rnd() * ok.length)]!;
+      const size = due.due ? L : evidence ? split.evidenceSize! : ok[Math.floor(rnd() * ok.length)]!;
       const seconds = truth(size, t);
       const done = t + Math.round(seconds * 1000);
       list = [{ bytes: size, seconds, at: done }, ...list].slice(0, 50);
       bytes += size;
+      sizes.push(size);
+      if (isEvidenceSize(size, L)) evidenceAt = done;
       if (due.early) misses = largestMisses(misses, size, seconds, cap);
       if (size === L) {
         largestAt = done;
+        unchecked = false;
         largest.push({ at: t - boot.at(-1)!.at, early: due.early, fitBefore: cap, fitAfter: fitLink(linkWindow(list, { now: done, maxAgeMs: 20 * MIN }).samples)?.bandwidthBytesPerSec ?? cap });
       }
-      const pause = size === L && split.largestForced ? 0 : budgetPauseMs(size, seconds, cap, split.fraction);
+      const pause = (size === L && split.largestForced) || size === split.evidenceSize ? 0 : budgetPauseMs(size, seconds, cap, split.fraction);
       t = Math.max(t + 3000, done + pause);
     }
-    return { largest, misses, bytes, fit: fitLink(list)?.bandwidthBytesPerSec ?? cap };
+    return { largest, misses, bytes, sizes, fit: fitLink(list)?.bandwidthBytesPerSec ?? cap };
   }
   const mbit = (bps: number) => (bps * 8) / 1e6;
 
@@ -305,6 +312,26 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     expect(mbit(run.largest[1]!.fitAfter) / 30).to.be.closeTo(1, 0.15);
   });
 
+  it('a fit held so low that no size that counts as evidence is affordable (CI: 20 Mbit/s fitted at 3.3): the 100 KB probe gets a share of its own, and the 1 MB probe comes within the testbed\'s 150 s', () => {
+    const link = bucket(2.5e6, 33 * KB);
+    // The bootstrap's 500 KB and 1 MB probes ran on a loaded host (1 MB in 2.5 s).
+    const boot = bootstrap(link, (x) => (x >= 500 * KB ? 2.5 / link(L) : 1));
+    const fit = fitLink(boot)!.bandwidthBytesPerSec;
+    expect(mbit(fit)).to.be.below(4);
+    // Only the 10 KB probes are affordable for the other sizes' share: no evidence without the new share.
+    expect(affordableSizes(TB_SIZES, fit, 0.02 * 0.75, 3000)).to.deep.equal([10 * KB]);
+    expect(budgetSplit(TB_SIZES, fit, 0.02, 3000)).to.not.have.property('evidenceSize'); // once a steady 1 MB probe checked the fit
+    const split = budgetSplit(TB_SIZES, fit, 0.02, 3000, true);
+    expect(split).to.deep.include({ largestForced: true, evidenceSize: 100 * KB });
+    expect(split.fraction).to.be.closeTo(0.02 * (1 - 0.25 - EVIDENCE_SHARE), 1e-12);
+    const run = steadyRun(boot, link, 200_000);
+    expect(run.sizes.filter((x) => x === 100 * KB).length).to.be.at.least(1);
+    expect(run.largest[0]).to.include({ early: true });
+    expect(run.largest[0]!.at).to.be.below(150_000);
+    expect(mbit(run.largest[0]!.fitAfter) / 20).to.be.closeTo(1, 0.15);
+    expect(mbit(run.fit) / 20).to.be.closeTo(1, 0.15);
+  });
+
   it('a slow link with a bucket: a 1 Mbit/s link with a 10 KB burst draws no early 1 MB probes, and keeps its budget', () => {
     const link = bucket(125e3, 10 * KB);
     const hours = 3;
@@ -313,6 +340,9 @@ describe('profilers: probe traffic budget (budget.ts)', () => {
     expect(run.misses).to.equal(0);
     // 1 MB every ~27 min (a quarter of the 2% budget), not every few seconds
     expect(run.largest.length).to.be.within(5, 8);
+    // 100 KB on a share of its own (the others' share affords 10 KB alone) only until the first steady 1 MB probe
+    const first = run.largest[0]!.at;
+    expect(run.sizes.filter((x) => x === 100 * KB).length).to.be.within(1, Math.ceil(first / 320_000));
     // (the 10 KB burst makes the fit itself 1% fast: the budget is taken from the fit)
     expect(run.bytes / (hours * 3600) / 125e3).to.be.at.most(0.02 * 1.02);
   });

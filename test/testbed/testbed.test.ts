@@ -158,7 +158,8 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
       // The bootstrap: 2 rounds of 4 sizes to every peer; the steady probes then refine the fits, so
       // a fit still off after the bootstrap gets until the deadline to settle. A largest-size
       // sample taken while the deploy above loaded the machine can hold a fit low until that size
-      // is probed again (seen in CI twice: 8.3 and 13.7 against 20 Mbit/s). Smaller sizes that
+      // is probed again (seen in CI twice: 8.3 and 13.7 against 20 Mbit/s; once 3.3, when no size
+      // that counts as evidence was affordable: budget.ts evidenceDue). Smaller sizes that
       // show a faster link bring that probe forward (budget.ts staleEvidence: corrected in 34-39 s
       // on tbf, against ~100 s at the 2% budget's pace); this test has taken 0.7-30 s in CI. The
       // 150 s deadline is the budget's slow pace, used only when the early probe does not confirm.

@@ -16,8 +16,7 @@
 // differences gave 0-24 ms per MiB, median 20 ms, where camera's items took 4-9 ms more than the empty hop.
 // The same items also give the runners' CPU per byte (this process's CPU per item, large less
 // small): the model charges it to a node's CPU quota, which the task probe's tiny items miss.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { configureApp } from '../../circe/queue/settings.js';
@@ -29,6 +28,7 @@ import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
 import { writeScratchApp } from './scratch-app.js';
 import { ProbeRound } from './round.js';
+import { scratchDir } from './scratch-dir.js';
 
 export interface LocalHopCost {
   /** Seconds per byte a same-node hop takes beyond the empty one (>= 0). */
@@ -91,7 +91,7 @@ export function perByteFromGaps(pairs: Array<{ big: number; small: number }>, bi
  */
 export async function measureLocalHop(redis: Redis, prefix: string, node: string, pairs = 4, bytes = LOCAL_HOP_BYTES, round = new ProbeRound()): Promise<LocalHopCost | undefined> {
   if (bytes <= INLINE_MAX) throw new Error(`the local hop probe's payload must exceed INLINE_MAX (${INLINE_MAX} bytes)`);
-  const dir = await mkdtemp(join(tmpdir(), 'jupiter-hopprobe-'));
+  const dir = await scratchDir('hopprobe');
   const name = `hopprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
   const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];
   const label = `app ${prefix}${name}`;

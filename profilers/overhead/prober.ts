@@ -16,9 +16,7 @@
 // host is busy starting everything else), then every `everyMs`; what is published is the median of
 // the last 5 rounds, so one round under a passing load does not move the model. Published as `overhead:<node>` and the fits
 // `link:<node>:home:fit` / `link:home:<node>:fit` (read by orchestrator/profiles/read.ts).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import type { Keys } from '../../config/redis-keys.js';
 import { HOME, type LinkProfile, type NodeOverhead } from '../../config/types.js';
@@ -29,6 +27,7 @@ import { measureTaskCost } from './task-probe.js';
 import { measureLocalHop } from './local-hop-probe.js';
 import { median } from './median.js';
 import { ProbeRound, type KeyCleanup } from './round.js';
+import { scratchDir, sweepScratchDirs } from './scratch-dir.js';
 
 export interface OverheadOptions {
   /** ms between measurements (the first runs at start). */
@@ -137,7 +136,7 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
   // An empty call through the persistent Python worker (when this node has python3).
   round.check();
   let call = 0;
-  const dir = await mkdtemp(join(tmpdir(), 'jupiter-overhead-'));
+  const dir = await scratchDir('overhead');
   const py = new PythonWorker('overhead-probe', `${dir}/`);
   try {
     await py.start();
@@ -243,6 +242,8 @@ export class OverheadProber {
   ) {}
 
   start(): void {
+    // What probes of agents killed mid-probe left behind (scratch-dir.ts).
+    void sweepScratchDirs().catch(() => undefined);
     const tick = (): void => {
       if (!this.running) this.running = this.once().then(() => undefined).finally(() => (this.running = undefined));
     };

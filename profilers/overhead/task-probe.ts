@@ -7,9 +7,8 @@
 // The probe: a one-task scratch app (a no-op Python task whose output goes home), a real
 // TaskRunner in this process on a private key prefix, `items` items one after the other; CPU of
 // this process + the task's Python worker + the Redis server (INFO cpu) per item. Removed after.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
@@ -21,6 +20,7 @@ import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
 import { writeScratchApp } from './scratch-app.js';
 import { ProbeRound } from './round.js';
+import { scratchDir } from './scratch-dir.js';
 
 export interface TaskCost {
   /** CPU seconds per task (runner + worker + Redis), median of the items after a warm-up. */
@@ -67,7 +67,7 @@ async function redisCpuSec(redis: Redis): Promise<number> {
  * `round`'s (round.ts): abandoning the round ends it.
  */
 export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: string, node: string, items: number, round = new ProbeRound()): Promise<TaskCost | undefined> {
-  const dir = await mkdtemp(join(tmpdir(), 'jupiter-taskprobe-'));
+  const dir = await scratchDir('taskprobe');
   const name = `taskprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
   const appDir = join(dir, name);
   const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];

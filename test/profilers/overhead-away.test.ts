@@ -6,6 +6,7 @@
 // mocha's timeout.
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import { connectRedis, scanKeys } from '../../circe/queue/connection.js';
@@ -64,6 +65,9 @@ describe('profilers: an overhead probe round with Redis gone', function () {
   let redis: Redis | undefined;
   // The probes' scratch folders (runners' work, Python workers) must all be gone at the end.
   ownTempFolder(async () => {
+    // stop() returns at once; the abandoned probe then closes its runner and removes its folder
+    // (task-probe.ts finally): given time to, as an agent's process would have.
+    await until(() => readdirSync(tmpdir()).every((n) => !n.startsWith('jupiter-')) && ['gone'], 30_000, "the probes' scratch folders to be removed").catch(() => undefined);
     redis?.disconnect();
     await server?.stop();
   });

@@ -82,7 +82,6 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     byTask.set(e.task, list);
   }
 
-  const res = new Map(profiles.nodes.map((n) => [n.node, n]));
   const exec: Problem['exec'] = {};
   for (const t of app.dagTasks) {
     const recs = byTask.get(t) ?? [];
@@ -128,6 +127,7 @@ export function problemFromProfiles(app: AppSpec, profiles: ProfileSnapshot, opt
     }
   }
 
+  const res = new Map(profiles.nodes.map((n) => [n.node, n]));
   const problem: Problem = {
     tasks: app.dagTasks.slice(),
     edges,
@@ -249,20 +249,24 @@ const POOL_SPREAD = 3;
  */
 export function pooledExecProfiles(app: string, profiles: ProfileSnapshot, nodes: string[]): ProfileSnapshot {
   const res = new Map(profiles.nodes.map((n) => [n.node, n]));
-  const key = alikeKey((n) => res.get(n));
-  const mine = (e: ExecProfile): boolean => (e.app === app || e.app === '') && nodes.includes(e.node) && key(e.node) !== undefined;
+  const alike = alikeKey((n) => res.get(n));
+  const keyOf = new Map(nodes.map((n) => [n, alike(n)]));
+  // The group of a record of this app on one of `nodes`, if its node is alike to any.
+  const group = (e: ExecProfile): string | undefined => (e.app === app || e.app === '' ? keyOf.get(e.node) : undefined);
   // task -> group -> node -> durations
   const groups = new Map<string, Map<string, Map<string, number[]>>>();
   for (const e of profiles.exec) {
-    if (!mine(e)) continue;
+    const g = group(e);
+    if (g === undefined) continue;
     const byGroup = groups.get(e.task) ?? new Map<string, Map<string, number[]>>();
-    const byNode = byGroup.get(key(e.node)!) ?? new Map<string, number[]>();
+    const byNode = byGroup.get(g) ?? new Map<string, number[]>();
     byNode.set(e.node, [...(byNode.get(e.node) ?? []), e.durationSec]);
-    byGroup.set(key(e.node)!, byNode);
+    byGroup.set(g, byNode);
     groups.set(e.task, byGroup);
   }
   const exec = profiles.exec.map((e) => {
-    const byNode = mine(e) ? groups.get(e.task)?.get(key(e.node)!) : undefined;
+    const g = group(e);
+    const byNode = g === undefined ? undefined : groups.get(e.task)?.get(g);
     if (!byNode || byNode.size < 2) return e;
     const m = median([...byNode.values()].map(mean));
     const own = mean(byNode.get(e.node)!);

@@ -252,10 +252,11 @@ export class NetworkProfiler {
   private pace(peer: Peer, job: Job, seconds: number, start: number): void {
     const end = Date.now();
     peer.capacity = budgetCapacity(peer.fitBandwidth, job.bytes, seconds);
-    const largest = job.bytes === Math.max(...this.opts.sizes);
+    const maxSize = Math.max(...this.opts.sizes);
+    const largest = job.bytes === maxSize;
     if (largest) peer.largestAt = end;
     if (largest && job.steady) peer.unchecked = false;
-    if (isEvidenceSize(job.bytes, Math.max(...this.opts.sizes))) peer.evidenceAt = end;
+    if (isEvidenceSize(job.bytes, maxSize)) peer.evidenceAt = end;
     if (job.early !== undefined) peer.largestMisses = largestMisses(peer.largestMisses, job.bytes, seconds, job.early);
     const split = budgetSplit(this.opts.sizes, peer.capacity, this.opts.budget, this.opts.refreshMs, peer.unchecked);
     // A forced largest probe, or an evidence probe, is paid for by its own schedule (largestDue, evidenceDue), not by a pause.

@@ -106,7 +106,7 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
     ]);
     round.made(label, (r) => teardownAppKeys(r, prefix, name));
     await configureApp(own, prefix, app.name, { dataPath: 'direct' });
-    const shared = { redis: conns[0]!, workerRedis: conns[1]! };
+    const shared = { redis: own, workerRedis: conns[1]! };
     for (const task of app.tasks) {
       // Not guarded: a runner fails to start once its shared connections are dropped.
       runners.push(await TaskRunner.start({ app, task, node, redisUrl: '', prefix, workDir: join(dir, 'work', task.name), dataDir: join(dir, 'store'), shared }));

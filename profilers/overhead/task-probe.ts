@@ -81,7 +81,7 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
     round.made(label, (r) => teardownAppKeys(r, prefix, name));
     await configureApp(own, prefix, app.name, {});
     // Not guarded: a runner fails to start once its shared connections are dropped.
-    runner = await TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: conns[0]!, workerRedis: conns[1]! } });
+    runner = await TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: own, workerRedis: conns[1]! } });
     const k = appKeys(prefix, app.name);
     const walls: number[] = [];
     // CPU is read over the measured items together: /proc counts in 10 ms ticks.

@@ -1,9 +1,35 @@
 // Spec output plus the one closing line CI reads: "N passed, N failed".
+// Before it, the slowest test files by wall time (hooks included: engines, stacks, testbeds), so
+// that the suite's 25-minute budget shows where it goes.
 const Mocha = require('mocha');
 
+const { EVENT_SUITE_BEGIN, EVENT_SUITE_END } = Mocha.Runner.constants;
+const SHOWN = 15;
+
 class SummaryReporter extends Mocha.reporters.Spec {
+  constructor(runner, options) {
+    super(runner, options);
+    this.fileTimes = new Map();
+    const started = new Map();
+    runner.on(EVENT_SUITE_BEGIN, (suite) => {
+      if (suite.parent?.root && suite.file) started.set(suite, Date.now());
+    });
+    runner.on(EVENT_SUITE_END, (suite) => {
+      const t0 = started.get(suite);
+      if (t0 === undefined) return;
+      const file = suite.file.replace(/^.*?dist\//, '');
+      this.fileTimes.set(file, (this.fileTimes.get(file) ?? 0) + Date.now() - t0);
+    });
+  }
+
   epilogue() {
     super.epilogue();
+    const rows = [...this.fileTimes].sort((a, b) => b[1] - a[1]);
+    const total = rows.reduce((sum, [, ms]) => sum + ms, 0);
+    process.stdout.write(`slowest test files (wall time with hooks; all files ${(total / 1000).toFixed(0)} s):\n`);
+    for (const [file, ms] of rows.slice(0, SHOWN)) {
+      process.stdout.write(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}\n`);
+    }
     const s = this.stats;
     // Skipped tests are counted on a line of their own: the last line is exactly the one CI reads.
     if (s.pending > 0) process.stdout.write(`${s.pending} skipped\n`);

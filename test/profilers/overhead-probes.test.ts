@@ -10,6 +10,7 @@ import { connectRedis } from '../../circe/queue/connection.js';
 import { LOCAL_HOP_BYTES, measureLocalHop } from '../../profilers/overhead/local-hop-probe.js';
 import { measureTaskCost } from '../../profilers/overhead/task-probe.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { ownTempFolder } from '../support/own-temp.js';
 
 const PREFIX = 'jprobe:';
 const scratch = (): string[] => readdirSync(tmpdir()).filter((f) => /^jupiter-(taskprobe|hopprobe)-/.test(f));
@@ -18,15 +19,14 @@ describe('profilers: the task and same-node hop probes on real runners', functio
   this.timeout(60_000);
   let server: TestRedis;
   let redis: Redis;
-  let before0: string[];
+  // A temp folder of its own: agents of tests running at the same time make scratch folders too.
+  ownTempFolder(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
   before(async () => {
     server = await startTestRedis();
     redis = connectRedis(server.url);
-    before0 = scratch();
-  });
-  after(async () => {
-    redis.disconnect();
-    await server.stop();
   });
 
   it('a task probe gives the CPU and wall time of a no-op Python task through a runner', async () => {
@@ -48,6 +48,6 @@ describe('profilers: the task and same-node hop probes on real runners', functio
     expect(Number.isFinite(hop!.cpuSecPerByte)).to.equal(true);
     // Both probes tore their scratch apps down (this Redis holds nothing else).
     expect(await redis.keys('*')).to.deep.equal([]);
-    expect(scratch().filter((f) => !before0.includes(f))).to.deep.equal([]);
+    expect(scratch()).to.deep.equal([]);
   });
 });

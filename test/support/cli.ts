@@ -9,6 +9,7 @@ export interface CliResult {
 }
 
 export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+  const t0 = Date.now();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cliPath, ...args], {
       cwd: opts.cwd ?? repoRoot,
@@ -23,6 +24,8 @@ export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: st
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
+      // JUPITER_TEST_TRACE=1: every CLI run with its time and what it printed (where a slow test goes).
+      if (process.env.JUPITER_TEST_TRACE) console.log(`      $ jupiter ${args.join(' ')}  (exit ${code}, ${Date.now() - t0} ms)\n${`${stdout}${stderr}`.replace(/^/gm, '      | ')}`);
       resolve({ code: code ?? -1, stdout, stderr });
     });
   });

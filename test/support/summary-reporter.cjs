@@ -1,7 +1,9 @@
 // Spec output plus the one closing line CI reads: "N passed, N failed".
 // Before it, the slowest test files by wall time (hooks included: engines, stacks, testbeds), so
-// that the suite's 25-minute budget shows where it goes.
+// that the suite's 25-minute budget shows where it goes. With JUPITER_TEST_REPORT=<file> the
+// counts and every file's time are also written there as JSON (run-suite.ts reads them).
 const Mocha = require('mocha');
+const { writeFileSync } = require('node:fs');
 
 const { EVENT_SUITE_BEGIN, EVENT_SUITE_END } = Mocha.Runner.constants;
 const SHOWN = 15;
@@ -31,6 +33,10 @@ class SummaryReporter extends Mocha.reporters.Spec {
       process.stdout.write(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}\n`);
     }
     const s = this.stats;
+    if (process.env.JUPITER_TEST_REPORT) {
+      const seconds = Object.fromEntries(rows.map(([file, ms]) => [file, Math.round(ms / 100) / 10]));
+      writeFileSync(process.env.JUPITER_TEST_REPORT, `${JSON.stringify({ passes: s.passes, failures: s.failures, pending: s.pending, seconds }, null, 2)}\n`);
+    }
     // Skipped tests are counted on a line of their own: the last line is exactly the one CI reads.
     if (s.pending > 0) process.stdout.write(`${s.pending} skipped\n`);
     process.stdout.write(`${s.passes} passed, ${s.failures} failed\n`);

@@ -1,0 +1,105 @@
+// The whole mocha suite within CI's 25 minutes on a 2-core machine. Run serially it took ~24 min
+// with the cores ~30% idle: most of a test file's wall time is waiting on engines, processes,
+// timers and shaped links. So it runs in two phases:
+//   1. alone: the network-emulation suites (testbed, namespaces), whose checks measure shaped
+//      links, probe budgets and the time a cut takes to be seen; CPU taken by other tests would
+//      bend those measurements;
+//   2. the other files in two mocha processes at once (lanes), balanced by each file's time in
+//      an earlier run (file-times.json). The files that start Docker engines share a lane: each
+//      mocha process builds the base images once and seeds its later engines with them
+//      (dockerd.ts), and two lanes building images at once would double the heaviest work.
+// Lane A's output streams; lane B's is printed when it ends. The last line is the sum of all:
+// "N passed, N failed". With --record (or JUPITER_TEST_RECORD=1) it also writes the measured
+// times to test/support/file-times.json (commit it when files were added or got slower).
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { repoRoot } from './paths.js';
+import { ALONE, balance } from './lanes.js';
+
+const timesFile = join(repoRoot, 'test', 'support', 'file-times.json');
+const distDir = join(repoRoot, 'dist');
+
+interface Report {
+  passes: number;
+  failures: number;
+  pending: number;
+  seconds: Record<string, number>;
+}
+
+interface LaneResult extends Report {
+  name: string;
+  wallSec: number;
+}
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return testFiles(p);
+    return e.name.endsWith('.test.js') ? [relative(distDir, p)] : [];
+  }).sort();
+}
+
+/** One mocha process over `files`; its output streams to stdout, or to `log` when given. */
+function runMocha(name: string, files: string[], work: string, log?: string): Promise<LaneResult> {
+  const reportFile = join(work, `${name}.json`);
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(repoRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...files.map((f) => join('dist', f))], {
+      cwd: repoRoot,
+      env: { ...process.env, JUPITER_TEST_REPORT: reportFile },
+      stdio: ['ignore', log ? 'pipe' : 'inherit', log ? 'pipe' : 'inherit'],
+    });
+    if (log) {
+      const out = createWriteStream(log);
+      child.stdout!.pipe(out);
+      child.stderr!.pipe(out);
+    }
+    child.on('close', (code) => {
+      const wallSec = Math.round((Date.now() - t0) / 1000);
+      if (!existsSync(reportFile)) {
+        // mocha died before its reporter's end (a crash, a kill): one failure, said plainly.
+        console.log(`run-suite: ${name} ended (exit ${code}) without a report`);
+        resolve({ name, wallSec, passes: 0, failures: 1, pending: 0, seconds: {} });
+        return;
+      }
+      resolve({ name, wallSec, ...(JSON.parse(readFileSync(reportFile, 'utf8')) as Report) });
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  const record = process.argv.includes('--record') || process.env.JUPITER_TEST_RECORD === '1';
+  const files = testFiles(join(distDir, 'test'));
+  const seconds = existsSync(timesFile) ? (JSON.parse(readFileSync(timesFile, 'utf8')) as Record<string, number>) : {};
+  const alone = files.filter((f) => ALONE.test(f));
+  const [a, b] = balance(files.filter((f) => !ALONE.test(f)), seconds);
+  const work = mkdtempSync(join(tmpdir(), 'jupiter-run-suite-'));
+  const results: LaneResult[] = [];
+  try {
+    console.log(`run-suite: phase 1, alone: ${alone.join(', ')}`);
+    results.push(await runMocha('alone', alone, work));
+    console.log(`run-suite: phase 2, two lanes at once: A ${a.length} files, B ${b.length} files (B's output follows A's)`);
+    const logB = join(work, 'laneB.log');
+    const [ra, rb] = await Promise.all([runMocha('lane A', a, work), runMocha('lane B', b, work, logB)]);
+    console.log('\nrun-suite: lane B');
+    process.stdout.write(readFileSync(logB, 'utf8'));
+    results.push(ra!, rb!);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  if (record) {
+    const merged = { ...seconds, ...Object.assign({}, ...results.map((r) => r.seconds)) as Record<string, number> };
+    const known = Object.fromEntries(Object.entries(merged).filter(([f]) => files.includes(f)).sort(([x], [y]) => x.localeCompare(y)));
+    writeFileSync(timesFile, `${JSON.stringify(known, null, 2)}\n`);
+    console.log(`run-suite: times written to ${relative(repoRoot, timesFile)}`);
+  }
+  console.log(`run-suite: ${results.map((r) => `${r.name} ${r.wallSec} s (${r.passes} passed, ${r.failures} failed)`).join('; ')}`);
+  const sum = (k: 'passes' | 'failures' | 'pending'): number => results.reduce((s, r) => s + r[k], 0);
+  if (sum('pending') > 0) console.log(`${sum('pending')} skipped`);
+  console.log(`${sum('passes')} passed, ${sum('failures')} failed`);
+  process.exitCode = sum('failures') > 0 ? 1 : 0;
+}
+
+await main();

@@ -5,7 +5,10 @@
 // known_hosts check) and reports failures as bare socket errors. Here one SSH connection carries
 // up to MAX_CHANNELS requests, more connections open as needed, idle ones close by themselves
 // and never keep the process alive; the host key must be in known_hosts; every failure names
-// the endpoint and says what to do.
+// the endpoint and says what to do. A channel (one dial-stdio process on the remote machine, one
+// HTTP connection to its dockerd) serves request after request (HTTP keep-alive): starting
+// dial-stdio costs the remote a docker CLI start per channel, and a deploy makes hundreds of API
+// calls. Idle channels go with their SSH connection.
 // Keys: the ssh agent (SSH_AUTH_SOCK), then JUPITER_SSH_KEY (a private key file) or else the
 // default ~/.ssh/id_ed25519, id_ecdsa, id_rsa. Host keys: JUPITER_SSH_KNOWN_HOSTS (a file) or else
 // ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts. Passwords are never used.
@@ -174,9 +177,20 @@ interface Conn {
   client: ssh2.Client;
   sock: Socket;
   ready: Promise<void>;
+  /** Open channels (sshd's MaxSessions counts them, idle or not). */
   channels: number;
+  /** Channels serving a request now: while any does, the connection keeps the process alive. */
+  active: number;
+  /** The open channels themselves: marked destroyed at once when the connection goes. */
+  open: Set<ClientChannel>;
   dead: boolean;
   idle?: NodeJS.Timeout;
+}
+
+/** A channel's connection and whether it serves a request now (or sits in the agent's free pool). */
+interface ChannelState {
+  conn: Conn;
+  active: boolean;
 }
 
 /** An http.Agent that sends each Docker API request over an SSH channel running dial-stdio. */
@@ -184,9 +198,10 @@ export class SshDockerAgent extends Agent {
   private readonly target: SshTarget;
   private readonly env: NodeJS.ProcessEnv;
   private readonly conns = new Set<Conn>();
+  private readonly states = new WeakMap<object, ChannelState>();
 
   constructor(target: SshTarget, env: NodeJS.ProcessEnv = process.env) {
-    super({ keepAlive: false });
+    super({ keepAlive: true });
     this.target = target;
     this.env = env;
   }
@@ -195,6 +210,16 @@ export class SshDockerAgent extends Agent {
   override createConnection(_options: unknown, cb: (err: Error | null, stream?: Duplex) => void): undefined {
     this.channel().then((ch) => cb(null, ch), (err: Error) => cb(err));
     return undefined;
+  }
+
+  // http.Agent (keepAlive) calls this when a response has ended: the channel goes to its free
+  // pool. (Its own version sets TCP options a channel does not have.) A pooled channel taking a
+  // new request is ref()ed by http.Agent's reuseSocket (see channel()).
+  override keepSocketAlive(socket: Duplex): boolean {
+    const st = this.states.get(socket);
+    if (!st || st.conn.dead) return false;
+    this.setActive(st, false);
+    return true;
   }
 
   /** The endpoint (no secrets: ssh URLs never hold passwords). */
@@ -215,6 +240,8 @@ export class SshDockerAgent extends Agent {
     c.dead = true;
     clearTimeout(c.idle);
     this.conns.delete(c);
+    // Destroyed now, so that http.Agent skips them in its free pool (their close events come later).
+    for (const ch of c.open) ch.destroy();
     c.client.end();
     c.sock.destroy();
   }
@@ -230,7 +257,7 @@ export class SshDockerAgent extends Agent {
     const sock = connect({ host: t.host, port: t.port });
     sock.setTimeout(CONNECT_TIMEOUT_MS, () => sock.destroy(new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s`)));
     sock.once('connect', () => sock.setTimeout(0));
-    const c: Conn = { client, sock, ready: Promise.resolve(), channels: 0, dead: false };
+    const c: Conn = { client, sock, ready: Promise.resolve(), channels: 0, active: 0, open: new Set(), dead: false };
     c.ready = new Promise<void>((resolve, reject) => {
       let connected = false;
       sock.once('connect', () => { connected = true; });
@@ -279,19 +306,34 @@ export class SshDockerAgent extends Agent {
     return c;
   }
 
+  /** A channel starts or stops serving a request; a connection none serves hangs up soon. */
+  private setActive(st: ChannelState, active: boolean): void {
+    if (st.active === active) return;
+    st.active = active;
+    const c = st.conn;
+    if (active) {
+      c.active++;
+      clearTimeout(c.idle);
+      c.sock.ref();
+      return;
+    }
+    c.active--;
+    if (c.active > 0 || c.dead) return;
+    // Idle: let the process exit, and hang up soon (with the pooled channels) unless a request comes.
+    c.sock.unref();
+    c.idle = setTimeout(() => this.drop(c), IDLE_CLOSE_MS);
+    c.idle.unref();
+  }
+
   private async channel(): Promise<ClientChannel> {
     let c = [...this.conns].find((x) => !x.dead && x.channels < MAX_CHANNELS);
     if (!c) c = this.open();
     c.channels++;
-    clearTimeout(c.idle);
-    c.sock.ref();
+    const st: ChannelState = { conn: c, active: false };
+    this.setActive(st, true);
     const release = (): void => {
       c.channels--;
-      if (c.channels > 0 || c.dead) return;
-      // Idle: let the process exit, and hang up soon unless another request comes.
-      c.sock.unref();
-      c.idle = setTimeout(() => this.drop(c), IDLE_CLOSE_MS);
-      c.idle.unref();
+      this.setActive(st, false);
     };
     try {
       await c.ready;
@@ -314,8 +356,18 @@ export class SshDockerAgent extends Agent {
               `the remote machine needs the docker CLI on its PATH and ${this.target.username} needs access to dockerd there (docker group, or DOCKER_HOST in its environment)`));
           }
         });
-        ch.once('close', release);
-        resolve(ch);
+        c.open.add(ch);
+        ch.once('close', () => {
+          c.open.delete(ch);
+          release();
+        });
+        this.states.set(ch, st);
+        // What http.Agent calls on a socket it takes from or puts in its pool: here, whether the
+        // channel serves a request (and so keeps the process alive).
+        resolve(Object.assign(ch, {
+          ref: () => { this.setActive(st, true); return ch; },
+          unref: () => { this.setActive(st, false); return ch; },
+        }));
       });
     });
   }

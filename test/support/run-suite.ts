@@ -51,20 +51,23 @@ function runMocha(name: string, files: string[], work: string, log?: string): Pr
       env: { ...process.env, JUPITER_TEST_REPORT: reportFile },
       stdio: ['ignore', log ? 'pipe' : 'inherit', log ? 'pipe' : 'inherit'],
     });
-    if (log) {
-      const out = createWriteStream(log);
-      child.stdout!.pipe(out);
-      child.stderr!.pipe(out);
+    // Both streams into one file, which ends (and is flushed) only once mocha has exited: with
+    // pipe's default, whichever stream ended first would close the file under the other.
+    const out = log ? createWriteStream(log) : undefined;
+    if (out) {
+      child.stdout!.pipe(out, { end: false });
+      child.stderr!.pipe(out, { end: false });
     }
     child.on('close', (code) => {
       const wallSec = Math.round((Date.now() - t0) / 1000);
+      const finish = (r: LaneResult): void => (out ? void out.end(() => resolve(r)) : resolve(r));
       if (!existsSync(reportFile)) {
         // mocha died before its reporter's end (a crash, a kill): one failure, said plainly.
         console.log(`run-suite: ${name} ended (exit ${code}) without a report`);
-        resolve({ name, wallSec, passes: 0, failures: 1, pending: 0, seconds: {} });
+        finish({ name, wallSec, passes: 0, failures: 1, pending: 0, seconds: {} });
         return;
       }
-      resolve({ name, wallSec, ...(JSON.parse(readFileSync(reportFile, 'utf8')) as Report) });
+      finish({ name, wallSec, ...(JSON.parse(readFileSync(reportFile, 'utf8')) as Report) });
     });
   });
 }

@@ -1,7 +1,7 @@
 // Online execution models and `jupiter remap` against real components: real Redis, real task
 // runners (process runtime, in-process) writing runtime records, real node agents on loopback,
 // the real CLI, the telemetry bridge and an embedded MQTT broker.
-// The app's first task takes time in proportion to its input (1 ms per KB + 10 ms); its one-shot
+// The app's first task takes time in proportion to its input (4 ms per KB + 10 ms); its one-shot
 // execution profile ran on a 7-byte sample (so it says "fast" everywhere). Items of 10-60 KB then
 // show node1 is not fast for it: the online model replaces the profile there, and remap proposes
 // moving the task off node1.
@@ -42,7 +42,7 @@ function sizedApp(root: string): string {
   writeFileSync(join(dir, 'scripts', 'config.json'), JSON.stringify({ taskname_map: { work: ['work', true], pass: ['pass', true] }, exec_profiler: { work: true, pass: true } }));
   const copy = (extra: string) => `import { copyFileSync, statSync } from 'node:fs';\nimport { join } from 'node:path';
 export async function task(inputs, pathin, pathout) {\n  const src = join(pathin, inputs[0]);\n  ${extra}\n  const out = join(pathout, 'out-' + inputs[0]);\n  copyFileSync(src, out);\n  return [out];\n}\n`;
-  writeFileSync(join(dir, 'scripts', 'work.mjs'), copy('await new Promise((r) => setTimeout(r, 10 + statSync(src).size / 1024));'));
+  writeFileSync(join(dir, 'scripts', 'work.mjs'), copy('await new Promise((r) => setTimeout(r, 10 + (4 * statSync(src).size) / 1024));'));
   writeFileSync(join(dir, 'scripts', 'pass.mjs'), copy(''));
   writeFileSync(join(dir, 'sample_input', '1.txt'), 'sample\n');
   return dir;
@@ -95,7 +95,7 @@ describe('adapt: online execution models from live items, and `jupiter remap` (r
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('runners record input bytes; the fitted model of work@node1 follows its real cost (1 ms/KB)', async () => {
+  it('runners record input bytes; the fitted model of work@node1 follows its real cost (4 ms/KB)', async () => {
     const files = Array.from({ length: 12 }, (_, i) => {
       const p = join(work, `item${i}.bin`);
       writeFileSync(p, Buffer.alloc(10_240 + i * 4_608, 7)); // 10 .. 60 KB
@@ -109,7 +109,9 @@ describe('adapt: online execution models from live items, and `jupiter remap` (r
     expect(records.every((r) => r.inBytes > 10_000)).to.equal(true);
     const m = fitExecModels(records).find((x) => x.task === 'work' && x.node === 'node1')!;
     console.log(`      work@node1: ${(m.baseSec * 1000).toFixed(1)} ms + ${(m.perByteSec * 1024 * 1000).toFixed(2)} ms/KB, error ${(m.relError * 100).toFixed(1)}% over ${m.n} items`);
-    expect(m.perByteSec * 1024 * 1000).to.be.closeTo(1, 0.35);
+    // 4 ms/KB, not 1: timers and scheduling add tens of ms per item under load (the other test lane),
+    // which moved a 1-ms/KB slope over 10-60 KB by -40%; the same noise is ~10% of this one.
+    expect(m.perByteSec * 1024 * 1000).to.be.closeTo(4, 1);
   });
 
   it('`jupiter remap --dry-run` prints before/after and the gain; a suggestion is recorded and published over MQTT', async () => {

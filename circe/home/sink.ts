@@ -15,6 +15,7 @@ import { failDelivery, failJob, stalledOut, type FailureContext, type ScriptedPi
 import { appKeys, quietKeys, SINK_QUEUE, type AppKeys } from '../queue/keys.js';
 import { BUNDLE_MAX, LUA_BYTES_MAX, type BundleJob, type Delivery } from '../queue/naming.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
+import { OrphanWatch } from '../queue/orphans.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, execOrThrow } from '../queue/transport.js';
@@ -65,6 +66,9 @@ const SYNC_WRITE_BYTES = 1024 * 1024;
 
 export class Sink {
   private worker?: Worker<BundleJob>;
+  private orphans?: OrphanWatch;
+  /** Ids of the jobs in the processor. */
+  private readonly jobsInHand = new Set<string>();
   private readonly redis: ScriptedRedis;
   private readonly workerRedis: Redis;
   private settings!: PipelineSettings;
@@ -107,6 +111,7 @@ export class Sink {
       if (job && !s.recorded.delete(job.id!)) void stalledOut(s.failureContext, s.queues, job, err).catch(() => undefined);
     });
     await s.worker.waitUntilReady();
+    s.orphans = new OrphanWatch({ connection: s.workerRedis, queuePrefix: s.keys.queuePrefix, queue: SINK_QUEUE, workerId: s.worker.id, inHand: (id) => s.jobsInHand.has(id), log: opts.log });
     return s;
   }
 
@@ -117,9 +122,11 @@ export class Sink {
   /** A job's files; one that cannot be written is retried alone, a failing Redis call fails the job. */
   private async process(job: Job<BundleJob>): Promise<void> {
     this.backlog.enter();
+    this.jobsInHand.add(job.id!);
     try {
       await this.processJob(job);
     } finally {
+      this.jobsInHand.delete(job.id!);
       this.backlog.leave();
     }
   }
@@ -287,6 +294,7 @@ export class Sink {
   async close(): Promise<void> {
     this.closing = true;
     this.backlog.stop();
+    await this.orphans?.stop();
     if (!(await closeWorker(this.worker, this.workerRedis))) this.opts.log?.(STOPPED_AWAY);
     await this.queues?.close().catch(() => undefined);
     await Promise.all([endConnection(this.redis), endConnection(this.workerRedis)]);

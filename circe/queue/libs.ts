@@ -10,11 +10,12 @@ const require = createRequire(import.meta.url);
 const bullmq = require('bullmq') as typeof BullMQ;
 const ioredis = require('ioredis') as typeof IORedis;
 
-export const { Queue, Worker, UnrecoverableError, WaitingError } = bullmq;
+export const { Job, Queue, Worker, UnrecoverableError, WaitingError } = bullmq;
 export type Queue<D = unknown> = BullMQ.Queue<D>;
 export type Worker<D = unknown> = BullMQ.Worker<D>;
 export type UnrecoverableError = BullMQ.UnrecoverableError;
-export type { Job, JobsOptions } from 'bullmq';
+export type Job<D = unknown> = BullMQ.Job<D>;
+export type { JobsOptions } from 'bullmq';
 
 export const { Redis } = ioredis;
 export type Redis = IORedis.Redis;

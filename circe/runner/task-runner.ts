@@ -40,6 +40,7 @@ import { DataPlane, defaultDataRoot } from '../dataplane/plane.js';
 import { releaseBody } from '../dataplane/client.js';
 import { defineLineage, lineageCall, lineageInputs, Reruns, type LineageCall, type LineageRecord } from '../dataplane/lineage.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
+import { OrphanWatch } from '../queue/orphans.js';
 import { withScripts, type ScriptedRedis } from '../queue/scripts.js';
 import { readSettings, type PipelineSettings } from '../queue/settings.js';
 import { AppQueues, BlobTooLargeError, type OutgoingFile, type QueuedJob } from '../queue/transport.js';
@@ -112,6 +113,9 @@ function failOnEnd<T>(p: Promise<T>, redis: Redis): Promise<T> {
 
 export class TaskRunner {
   private worker?: Worker<BundleJob>;
+  private orphans?: OrphanWatch;
+  /** Ids of the jobs in the processor (running or waiting for a slot). */
+  private readonly jobsInHand = new Set<string>();
   private invoker?: TaskInvoker;
   private readonly redis: ScriptedRedis;
   private readonly workerRedis: Redis;
@@ -228,6 +232,7 @@ export class TaskRunner {
     // is gone; a runner whose shared connection its owner ended meanwhile (an overhead probe round
     // abandoned, profilers/overhead/round.ts) fails instead, and start() closes it.
     await failOnEnd(this.worker.waitUntilReady(), this.workerRedis);
+    this.orphans = new OrphanWatch({ connection: this.workerRedis, queuePrefix: this.keys.queuePrefix, queue: task.name, workerId: this.worker.id, inHand: (id) => this.jobsInHand.has(id), log: this.log });
   }
 
   private event(type: TaskEvent['type'], item: string, ts: number, extra: Partial<TaskEvent> = {}): TaskEvent {
@@ -242,6 +247,7 @@ export class TaskRunner {
    */
   private async process(job: Job<BundleJob>, token?: string): Promise<void> {
     this.backlog.enter();
+    this.jobsInHand.add(job.id!);
     const ds = job.data.d;
     this.meanBundle = 0.8 * this.meanBundle + 0.2 * ds.length;
     const ahead = ds.some((d) => d.src !== undefined && d.src !== this.opts.node) ? FETCH_AHEAD : 0;
@@ -277,6 +283,7 @@ export class TaskRunner {
         clearTimeout(this.carefulTimer);
         this.applyWindow();
       }
+      this.jobsInHand.delete(job.id!);
       this.backlog.leave();
     }
   }
@@ -547,6 +554,7 @@ export class TaskRunner {
     this.closing = true;
     this.backlog.stop();
     clearTimeout(this.carefulTimer);
+    await this.orphans?.stop();
     if (!(await closeWorker(this.worker, this.workerRedis))) this.log(STOPPED_AWAY);
     await this.queues?.close().catch(() => undefined);
     await this.invoker?.close().catch(() => undefined);

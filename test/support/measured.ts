@@ -1,0 +1,15 @@
+// The alone phase's measuring is over (test/support/run-suite.ts): the suites that run alone
+// measure shaped links, probe budgets and how soon a cut is seen, and then go on with checks
+// that only wait (faults on the testbed: a 60-s partition, restarts, a lost node). Once the
+// measurements are done, run-suite may start the two lanes beside what is left.
+
+/** Environment variable naming the file run-suite waits for. */
+export const MEASURED_DONE_ENV = 'JUPITER_SUITE_MEASURED_DONE';
+
+/** Tell run-suite (when it ran this process) that no later test here measures timing. */
+export async function measuredPartDone(): Promise<void> {
+  const file = process.env[MEASURED_DONE_ENV];
+  if (!file) return;
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(file, `${new Date().toISOString()}\n`);
+}

@@ -20,6 +20,22 @@ export function isAlive(pid: number | null | undefined): boolean {
 }
 
 /**
+ * Whether `pid` is alive and was started with `name=value` in its environment. A pid read from a
+ * state file may since have been given by the kernel to an unrelated process (the runner died,
+ * pids wrapped: pid_max is 32768 on many machines); signalling that one would kill a stranger.
+ * Unreadable (another user's process): not ours.
+ */
+export function isAliveWith(pid: number | null | undefined, name: string, value: string): boolean {
+  if (!isAlive(pid)) return false;
+  if (process.platform !== 'linux') return true;
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`${name}=${value}`);
+  } catch {
+    return false;
+  }
+}
+
+/**
  * SIGTERM, then SIGKILL after graceMs if it still runs; true if it was running. A process that
  * exits between the check and the signal (ESRCH) is simply gone.
  */

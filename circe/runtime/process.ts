@@ -21,7 +21,7 @@ import { inputError, runtimeError } from '../../config/errors.js';
 import { runnerEnv } from '../runner/env.js';
 import type { HostFile } from '../runner/node-host.js';
 import { CENTRALIZED, ensureCentralizedMountPoint, usesCentralized } from '../compat/centralized.js';
-import { isAlive, stopPid } from './pid.js';
+import { isAlive, isAliveWith, stopPid } from './pid.js';
 import { defaultDataRoot } from '../dataplane/plane.js';
 import { defaultWorkRoot } from '../runner/work-slots.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
@@ -106,6 +106,18 @@ async function readJson<T>(file: string): Promise<T | undefined> {
   return readFile(file, 'utf8').then((s) => JSON.parse(s) as T, () => undefined);
 }
 
+/**
+ * A supervisor's state file, with a pid that is no longer the process started for this file
+ * (it died and the kernel gave the pid to another process) read as 0 / null: every later
+ * isAlive and signal on the record then leaves that stranger alone.
+ */
+async function readSupervised(file: string): Promise<RunnerState | undefined> {
+  const st = await readJson<RunnerState>(file);
+  if (!st) return undefined;
+  const ours = (pid: number | null): boolean => isAliveWith(pid, 'JUPITER_SUPERVISE_STATE', file);
+  return { ...st, supervisorPid: ours(st.supervisorPid) ? st.supervisorPid : 0, runnerPid: ours(st.runnerPid) ? st.runnerPid : null };
+}
+
 /** Whole or not at all: a host reading its task list never sees half a file. */
 function writeJson(file: string, value: unknown): void {
   // Owner-only: a host's task list carries the Redis URL, password included.
@@ -139,13 +151,20 @@ export class ProcessRuntime implements Runtime {
     const hosts = new Map<string, RunnerState | undefined>();
     for (const n of names.filter((f) => f.endsWith('.json'))) {
       try {
-        const state = JSON.parse(await readFile(join(dir, n), 'utf8')) as RunnerState;
-        if (state.host !== undefined) {
-          if (!hosts.has(state.host)) hosts.set(state.host, await readJson<RunnerState>(hostPaths(dir, state.host).state));
-          const h = hosts.get(state.host);
-          if (h) Object.assign(state, { supervisorPid: h.supervisorPid, runnerPid: h.runnerPid, restarts: h.restarts });
+        const file = join(dir, n);
+        const recorded = JSON.parse(await readFile(file, 'utf8')) as RunnerState;
+        let state: RunnerState;
+        if (recorded.host !== undefined) {
+          // A hosted task's pids are its host's (the copies in its own file may be stale).
+          if (!hosts.has(recorded.host)) hosts.set(recorded.host, await readSupervised(hostPaths(dir, recorded.host).state));
+          const h = hosts.get(recorded.host);
+          state = { ...recorded, supervisorPid: h?.supervisorPid ?? 0, runnerPid: h?.runnerPid ?? null, restarts: h?.restarts ?? recorded.restarts };
+        } else {
+          const own = await readSupervised(file);
+          if (!own) continue;
+          state = own;
         }
-        out.push({ file: join(dir, n), state });
+        out.push({ file, state });
       } catch {
         // a state file being rewritten right now; the next call sees it
       }
@@ -156,7 +175,7 @@ export class ProcessRuntime implements Runtime {
   /** Take `task` off the host `key` (moved elsewhere); a host left without tasks stops. */
   private async unhost(dir: string, key: string, task: string): Promise<void> {
     const p = hostPaths(dir, key);
-    const [spec, st] = await Promise.all([readJson<HostFile>(p.spec), readJson<RunnerState>(p.state)]);
+    const [spec, st] = await Promise.all([readJson<HostFile>(p.spec), readSupervised(p.state)]);
     if (!spec) return;
     spec.tasks = spec.tasks.filter((t) => t !== task);
     // An empty list marks the host as stopping: a task placed here again meanwhile waits for it
@@ -178,7 +197,7 @@ export class ProcessRuntime implements Runtime {
       const key = n.slice(0, -'.tasks.json'.length);
       const k = key === node ? 0 : key.startsWith(`${node}+`) ? Number(key.slice(node.length + 1)) : NaN;
       if (!Number.isInteger(k)) continue;
-      const st = await readJson<RunnerState>(hostPaths(dir, key).state);
+      const st = await readSupervised(hostPaths(dir, key).state);
       if (!isAlive(st?.supervisorPid)) continue;
       out.set(k, (await readJson<HostFile>(hostPaths(dir, key).spec))?.tasks ?? []);
     }
@@ -192,7 +211,7 @@ export class ProcessRuntime implements Runtime {
   private async startHost(app: AppSpec, dir: string, key: string, node: string, specs: RunnerSpec[]): Promise<string> {
     const p = hostPaths(dir, key);
     await mkdir(dirname(p.spec), { recursive: true });
-    const st = await readJson<RunnerState>(p.state);
+    const st = await readSupervised(p.state);
     let running = isAlive(st?.supervisorPid);
     const before = running ? (await readJson<HostFile>(p.spec))?.tasks ?? [] : [];
     if (running && before.length === 0) {

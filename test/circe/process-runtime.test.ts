@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { circeSuite } from '../support/circe-suite.js';
 import { appsDir } from '../support/paths.js';
@@ -12,6 +13,8 @@ import {
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 import { defaultDataRoot } from '../../circe/dataplane/plane.js';
 import { defaultWorkRoot } from '../../circe/runner/work-slots.js';
+import { appStateDir } from '../../circe/runtime/process.js';
+import { isAliveWith } from '../../circe/runtime/pid.js';
 
 const PREFIX = 'jp:';
 
@@ -91,5 +94,32 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     for (const h of handles) expect(alive(Number(h.id))).to.equal(false);
     expect(await runtime.list(app.name, cluster)).to.deep.equal([]);
     expect(await teardownAppKeys(rig.client, PREFIX, app.name)).to.be.greaterThan(0);
+  });
+
+  it('a recorded pid the kernel has given to another process is not signalled, listed or counted as running', async () => {
+    // Two strangers hold the pids of a runner and its supervisor that died long ago (pids wrap:
+    // pid_max is 32768 on many machines); the state file still names them.
+    const strangers = [0, 1].map(() => spawn('sleep', ['60'], { stdio: 'ignore' }));
+    try {
+      const dir = appStateDir(cluster, 'gone');
+      mkdirSync(dir, { recursive: true });
+      const file = join(dir, 't0@node1.json');
+      writeFileSync(file, JSON.stringify({ supervisorPid: strangers[0]!.pid, runnerPid: strangers[1]!.pid, task: 't0', node: 'node1', app: 'gone', restarts: 0, updatedAt: Date.now() }));
+      expect(isAliveWith(strangers[0]!.pid, 'JUPITER_SUPERVISE_STATE', file)).to.equal(false);
+      expect(await runtime.list('gone', cluster)).to.deep.equal([]);
+      const report = await runtime.teardown('gone', cluster);
+      expect(report.removed[0]).to.equal('process runner t0@node1 (pid -, supervisor 0)');
+      for (const c of strangers) expect(alive(c.pid!), `stranger ${c.pid}`).to.equal(true);
+      // The same check knows a process started for the file.
+      const own = spawn('sleep', ['60'], { stdio: 'ignore', env: { ...process.env, JUPITER_SUPERVISE_STATE: file } });
+      try {
+        await new Promise((r) => own.once('spawn', r));
+        expect(isAliveWith(own.pid, 'JUPITER_SUPERVISE_STATE', file)).to.equal(true);
+      } finally {
+        own.kill('SIGKILL');
+      }
+    } finally {
+      for (const c of strangers) c.kill('SIGKILL');
+    }
   });
 });

@@ -1,7 +1,7 @@
 // Shared helpers of the fault and security tests: small generated apps, N input files, the count
 // line every fault test prints (`sent N, delivered N, lost 0, duplicates suppressed D`), and a
 // throw-away working directory for the real CLI (its own .jupiter/ stack, torn down afterwards).
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -26,6 +26,26 @@ export function killPid(pid: number | null | undefined, signal: NodeJS.Signals =
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+/**
+ * Whether `pid` is a process of the folder `root` (its working directory or its environment
+ * names it). A pid from a state file whose process is gone may belong to a stranger by now: the
+ * other test lane's runners (pid_max is 32768 here, and the suite starts processes by the
+ * thousand); killing it failed that lane's test.
+ */
+export function pidOf(pid: number | null | undefined, root: string): boolean {
+  if (!pid || !pidAlive(pid)) return false;
+  try {
+    if (readlinkSync(`/proc/${pid}/cwd`).startsWith(root)) return true;
+  } catch {
+    // gone, or not ours to read
+  }
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').includes(root);
+  } catch {
+    return false;
   }
 }
 
@@ -241,18 +261,22 @@ export class CliSandbox {
   async dispose(app?: string): Promise<void> {
     const r = await this.run(app ? ['teardown', app, '--stack'] : ['stack', 'down'], { timeoutMs: 60_000 }).catch(() => undefined);
     if (r && r.code !== 0 && app) await this.run(['stack', 'down'], { timeoutMs: 60_000 }).catch(() => undefined);
-    // Whatever is still alive (a failed test may have left runners behind) goes now.
+    // Whatever of this folder is still alive (a failed test may have left runners behind) goes now.
+    const root = realpathSync(this.cwd);
+    const kill = (pid: number | null | undefined): void => {
+      if (pidOf(pid, root)) killPid(pid);
+    };
     const appsDir = join(this.stateDir, 'apps');
     for (const a of existsSync(appsDir) ? readdirSync(appsDir) : []) {
       for (const s of this.runners(a)) {
-        killPid(s.supervisorPid);
-        killPid(s.runnerPid);
+        kill(s.supervisorPid);
+        kill(s.runnerPid);
       }
     }
     const st = this.stack();
-    for (const a of Object.values(st.agents ?? {})) killPid(a.pid);
-    killPid(st.hub?.pid);
-    killPid(st.redis?.pid);
+    for (const a of Object.values(st.agents ?? {})) kill(a.pid);
+    kill(st.hub?.pid);
+    kill(st.redis?.pid);
     rmSync(this.cwd, { recursive: true, force: true });
   }
 }

@@ -35,6 +35,33 @@ export function isAliveWith(pid: number | null | undefined, name: string, value:
   }
 }
 
+let bootSec: number | undefined;
+
+/** When process `pid` started, in ms since the epoch (Linux /proc); undefined where unknown. */
+export function processStartMs(pid: number): number | undefined {
+  try {
+    bootSec ??= Number(/^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1]);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 22, starttime, in clock ticks since boot (USER_HZ: 100 on Linux).
+    const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    return Number.isFinite(bootSec) && Number.isFinite(ticks) ? bootSec * 1000 + ticks * 10 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether `pid` is alive and started no later than `recordedAt` (ms), when the record naming it
+ * was written: a process that started afterwards got the pid after ours had gone. 2 s of slack
+ * for the boot time's whole seconds.
+ */
+export function isAliveSince(pid: number | null | undefined, recordedAt: number | undefined): boolean {
+  if (!isAlive(pid)) return false;
+  if (recordedAt === undefined) return true;
+  const started = processStartMs(pid!);
+  return started === undefined || started <= recordedAt + 2000;
+}
+
 /**
  * SIGTERM, then SIGKILL after graceMs if it still runs; true if it was running. A process that
  * exits between the check and the signal (ESRCH) is simply gone.

@@ -1,6 +1,7 @@
 // The embedded stack's state file (<stateDir>/stack.json): which private services run, where.
 import { mkdirSync, readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { isAlive, isAliveSince } from '../../circe/runtime/pid.js';
 
 export interface ServiceState {
   pid: number;
@@ -26,10 +27,27 @@ export function readStackState(dir: string): StackState {
   const file = join(resolve(dir), 'stack.json');
   if (!existsSync(file)) return {};
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as StackState;
+    const st = JSON.parse(readFileSync(file, 'utf8')) as StackState;
+    return {
+      ...st,
+      redis: own(st.redis),
+      hub: own(st.hub),
+      dockerd: own(st.dockerd),
+      ...(st.agents ? { agents: Object.fromEntries(Object.entries(st.agents).map(([n, a]) => [n, own(a)!])) } : {}),
+    };
   } catch {
     return {};
   }
+}
+
+/**
+ * A service whose pid now belongs to a process started after the record was written (ours
+ * died; the kernel gave the pid to another) reads as pid 0: stack down and the checks for what
+ * runs never signal or count that stranger.
+ */
+function own<T extends ServiceState>(s: T | undefined): T | undefined {
+  if (!s || !isAlive(s.pid) || isAliveSince(s.pid, s.startedAt)) return s;
+  return { ...s, pid: 0 };
 }
 
 export function writeStackState(dir: string, state: StackState): void {

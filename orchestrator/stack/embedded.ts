@@ -13,7 +13,7 @@ import { freePort } from './free-port.js';
 import { RedisServer, waitForRedis } from './redis-server.js';
 import { isAlive, stopPid, readStackState, stateDir, writeStackState, type StackState } from './state.js';
 import { spawnDetached } from './detached.js';
-import { agentNodes, ensureNodeAgents, removeNodeAgents, type NodeAgentResult } from './node-agents.js';
+import { agentNodes, ensureNodeAgents, pingAgentEngines, removeNodeAgents, type NodeAgentResult } from './node-agents.js';
 import { agentProfilerArgs } from './agent-container.js';
 import { ensurePrivateEngine, stopPrivateEngine, usePrivateEngine } from './dockerd.js';
 
@@ -134,6 +134,9 @@ export async function ensureStack(cluster: ClusterConfig, progress: Progress): P
   }
   let agents: NodeAgentResult[] = [];
   if (agentNodes(cluster).length > 0) {
+    // Engines that do not answer fail here, before the local agents (which a running deployment's
+    // nodes may still rely on) are stopped.
+    await pingAgentEngines(cluster);
     // A local agent process left from before the node's engine was named would register the same node.
     for (const n of agentNodes(cluster)) {
       const old = state.agents?.[n.name];

@@ -108,6 +108,36 @@ function engineError(node: string, key: string, e: unknown): Error {
   }, e);
 }
 
+/** How long an engine may take to answer the ping before a deploy touches anything. */
+const PING_MS = 10_000;
+
+/**
+ * Every engine that is to run a node's agent answers a ping, or this throws the error
+ * ensureNodeAgents would (engineError). Called before a node's local agent process is stopped:
+ * a deploy whose engines are unreachable must leave the running deployment's agents alone, or
+ * its nodes count as lost and the reconciler moves its tasks.
+ */
+export async function pingAgentEngines(cluster: ClusterConfig): Promise<void> {
+  const byKey = new Map<string, { node: string; docker: Docker }>();
+  for (const node of agentNodes(cluster)) {
+    const { key, docker } = engineOf(node);
+    if (!byKey.has(key)) byKey.set(key, { node: node.name, docker });
+  }
+  await Promise.all([...byKey].map(async ([key, { node, docker }]) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${PING_MS / 1000} s`)), PING_MS);
+    });
+    try {
+      await Promise.race([docker.ping(), late]);
+    } catch (e) {
+      throw engineError(node, key, e);
+    } finally {
+      clearTimeout(timer);
+    }
+  }));
+}
+
 async function inspectOrUndefined(docker: Docker, name: string): Promise<Docker.ContainerInspectInfo | undefined> {
   try {
     return await docker.getContainer(name).inspect();

@@ -61,6 +61,11 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
   it('1: a deploy whose Docker engine is unreachable fails before touching the running deployment', async () => {
     const pids = box.runners(APP).map((s) => s.runnerPid);
     expect(pids).to.have.length(3); // t0, t1, home
+    // The nodes' local agents too: a deploy that stopped them before finding the engines
+    // unreachable left the running deployment's nodes without agents, and the reconciler then
+    // moved its tasks (seen under load, when the failing deploy took long enough).
+    const agents = Object.values(box.stack().agents ?? {}).map((a) => a.pid);
+    expect(agents).to.have.length(3);
     // Same working directory (same state folder), but every node's engine is a socket nobody serves.
     const cfg = join(box.cwd, 'jupiter.config.json');
     const sock = `unix://${join(box.cwd, `no-dockerd-${process.pid}.sock`)}`;
@@ -77,6 +82,7 @@ describe('issue 15: deployments are not lost, found by path, cleared from MQTT; 
     const st = JSON.parse((await box.ok(['status', APP, '--json'])).stdout) as { deployment: { runId: string; runtime: string } };
     expect(st.deployment).to.include({ runId, runtime: 'process' });
     expect(pids.filter((p) => !isAlive(p)), 'runners killed by the failed deploy').to.deep.equal([]);
+    expect(agents.filter((p) => !isAlive(p)), 'agents stopped by the failed deploy').to.deep.equal([]);
   });
 
   it('1: a --wait that times out after the new deployment is up keeps it running and says so', async () => {

@@ -1,7 +1,8 @@
 // The alone phase's measuring is over (test/support/run-suite.ts): the suites that run alone
-// measure shaped links, probe budgets and how soon a cut is seen, and then go on with checks
-// that only wait (faults on the testbed: a 60-s partition, restarts, a lost node). Once the
-// measurements are done, run-suite may start the two lanes beside what is left.
+// measure shaped links, probe budgets, how soon a cut is seen and how soon a Redis restart is
+// recovered from, and then go on with checks that only wait (on the testbed: a 60-s partition, a
+// lost node, a deploy). Once the measurements are done, run-suite may start the two lanes beside
+// what is left.
 
 /** Environment variable naming the file run-suite waits for. */
 export const MEASURED_DONE_ENV = 'JUPITER_SUITE_MEASURED_DONE';

@@ -4,8 +4,8 @@
 //   1. alone: the network-emulation suites (testbed, namespaces), whose checks measure shaped
 //      links, probe budgets and the time a cut takes to be seen; CPU taken by other tests would
 //      bend those measurements. Once those checks are done (measured.ts: the testbed suite says
-//      so), what is left of it only waits (a 60-s partition, restarts, a lost node), and
-//      phase 2 starts beside it;
+//      so, after its Redis restart), what is left of it only waits (a 60-s partition, a lost
+//      node, a deploy), and phase 2 starts beside it;
 //   2. the other files in two mocha processes at once (lanes), balanced by each file's time in
 //      an earlier run (file-times.json). The files that start Docker engines share a lane: each
 //      mocha process builds the base images once and seeds its later engines with them

@@ -1,9 +1,10 @@
 // `jupiter testbed` end to end, through the real CLI: a 4-host testbed (a namespace, address and
 // dockerd per host, htb-shaped pairs, the home's Redis in its own namespace); the profiled
-// bandwidths match the shaped rates; a cut link shows in the profiler within 10 s (the checks
-// that measure come first: run-suite starts the other tests beside the rest); `deploy dummy
-// --runtime docker --wait` with agents and runners in containers on their hosts' engines (asked
-// of each engine), outputs exactly what the DAG implies; then, on the same testbed, issue 12's fault
+// bandwidths match the shaped rates; a cut link shows in the profiler within 10 s; then, on the
+// same testbed, issue 12's fault tests, with `deploy dummy --runtime docker --wait` among them
+// (agents and runners in containers on their hosts' engines, asked of each engine; outputs exactly
+// what the DAG implies). The checks that count time come first: run-suite starts the other tests
+// beside what follows the Redis restart (test/support/measured.ts). Issue 12's fault
 // tests with the direct data path (faults-direct.ts: one testbed for both, so `testbed up` and
 // `down` are paid once); `testbed down` leaves nothing behind.
 // Skipped (reason printed) where namespaces or engines cannot be made (not root, no dockerd).
@@ -16,7 +17,6 @@ import { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import { CliSandbox, sleep } from '../support/faults.js';
 import { appsDir } from '../support/paths.js';
-import { measuredPartDone } from '../support/measured.js';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import { expectedDummyOutputs } from '../e2e/oracle.js';
@@ -210,12 +210,12 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
       await box!.ok(['testbed', 'link', 'node2', 'node4', '--rate', '5mbit', '--dir', 'tb']);
       expect((await box!.ok(['testbed', 'status', '--dir', 'tb'])).stdout).to.match(/node2 -> node4 .*5mbit/);
     });
-    // The checks above measure (shaped rates, how soon a cut is seen); what follows only waits
-    // on the testbed, so run-suite may start the other tests beside it from here.
-    after(() => measuredPartDone());
   });
 
-  describe('deploy', () => {
+  // On the same testbed (node1..node3 of it), before it goes down.
+  // The dummy deploy runs inside it, after the Redis restart (the suite's last check that counts
+  // time: run-suite starts the other tests beside what follows).
+  faultsDirectSuite(() => (box && state?.complete ? { box, state } : undefined), () => {
     it('`deploy dummy --runtime docker --wait`: runners in containers on their hosts\' engines, outputs exact', async () => {
       const r = await box!.ok(['deploy', 'dummy', '--runtime', 'docker', '--wait', '--timeout', '200'], { env, timeoutMs: 260_000 });
       const out = parseDeployOutput(r.stdout);
@@ -234,9 +234,6 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
       for (const [name, rec] of expected) expect(JSON.parse(readFileSync(join(out.outputDir, name), 'utf8')), name).to.deep.equal(rec);
     });
   });
-
-  // On the same testbed (node1..node3 of it), before it goes down.
-  faultsDirectSuite(() => (box && state?.complete ? { box, state } : undefined));
 
   describe('down, and bad input', () => {
     it('`testbed down` leaves no namespace, veth, bridge, qdisc, iptables rule, engine, container, cgroup or folder', async () => {

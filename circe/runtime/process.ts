@@ -107,15 +107,18 @@ async function readJson<T>(file: string): Promise<T | undefined> {
 }
 
 /**
- * A supervisor's state file, with a pid that is no longer the process started for this file
- * (it died and the kernel gave the pid to another process) read as 0 / null: every later
+ * A supervisor's state as read from `file`, with a pid that is no longer the process started for
+ * this file (it died and the kernel gave the pid to another process) set to 0 / null: every later
  * isAlive and signal on the record then leaves that stranger alone.
  */
-async function readSupervised(file: string): Promise<RunnerState | undefined> {
-  const st = await readJson<RunnerState>(file);
-  if (!st) return undefined;
+function ownPids(st: RunnerState, file: string): RunnerState {
   const ours = (pid: number | null): boolean => isAliveWith(pid, 'JUPITER_SUPERVISE_STATE', file);
   return { ...st, supervisorPid: ours(st.supervisorPid) ? st.supervisorPid : 0, runnerPid: ours(st.runnerPid) ? st.runnerPid : null };
+}
+
+async function readSupervised(file: string): Promise<RunnerState | undefined> {
+  const st = await readJson<RunnerState>(file);
+  return st && ownPids(st, file);
 }
 
 /** Whole or not at all: a host reading its task list never sees half a file. */
@@ -154,15 +157,13 @@ export class ProcessRuntime implements Runtime {
         const file = join(dir, n);
         const recorded = JSON.parse(await readFile(file, 'utf8')) as RunnerState;
         let state: RunnerState;
-        if (recorded.host !== undefined) {
+        if (recorded.host === undefined) {
+          state = ownPids(recorded, file);
+        } else {
           // A hosted task's pids are its host's (the copies in its own file may be stale).
           if (!hosts.has(recorded.host)) hosts.set(recorded.host, await readSupervised(hostPaths(dir, recorded.host).state));
           const h = hosts.get(recorded.host);
           state = { ...recorded, supervisorPid: h?.supervisorPid ?? 0, runnerPid: h?.runnerPid ?? null, restarts: h?.restarts ?? recorded.restarts };
-        } else {
-          const own = await readSupervised(file);
-          if (!own) continue;
-          state = own;
         }
         out.push({ file, state });
       } catch {

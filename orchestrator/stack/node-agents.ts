@@ -12,7 +12,7 @@ import type Docker from 'dockerode';
 import { JupiterError, inputError, runtimeError } from '../../config/errors.js';
 import type { ClusterConfig, NodeConfig } from '../../config/types.js';
 import { redisKeys } from '../../config/redis-keys.js';
-import { dockerClient, endpointKey, isLocalEndpoint, nodeEndpoint } from '../../circe/runtime/docker-engine.js';
+import { clusterEngines, dockerClient, endpointKey, isLocalEndpoint, nodeEndpoint } from '../../circe/runtime/docker-engine.js';
 import { isLoopbackUrl } from '../../circe/runtime/docker-container.js';
 import { maskUrl } from '../../config/cluster/mask.js';
 import { defaultSources } from '../../circe/runtime/docker-image.js';
@@ -118,12 +118,9 @@ const PING_MS = 10_000;
  * its nodes count as lost and the reconciler moves its tasks.
  */
 export async function pingAgentEngines(cluster: ClusterConfig): Promise<void> {
-  const byKey = new Map<string, { node: string; docker: Docker }>();
-  for (const node of agentNodes(cluster)) {
-    const { key, docker } = engineOf(node);
-    if (!byKey.has(key)) byKey.set(key, { node: node.name, docker });
-  }
-  await Promise.all([...byKey].map(async ([key, { node, docker }]) => {
+  const names = new Set(agentNodes(cluster).map((n) => n.name));
+  await Promise.all(clusterEngines(cluster).filter((e) => e.nodes.some((n) => names.has(n))).map(async ({ key, docker, nodes }) => {
+    const node = nodes.find((n) => names.has(n))!;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${PING_MS / 1000} s`)), PING_MS);

@@ -3,14 +3,13 @@
 // recovered from, and then go on with checks that only wait (on the testbed: a 60-s partition, a
 // lost node, a deploy). Once the measurements are done, run-suite may start the two lanes beside
 // what is left.
+import { writeFileSync } from 'node:fs';
 
 /** Environment variable naming the file run-suite waits for. */
 export const MEASURED_DONE_ENV = 'JUPITER_SUITE_MEASURED_DONE';
 
 /** Tell run-suite (when it ran this process) that no later test here measures timing. */
-export async function measuredPartDone(): Promise<void> {
+export function measuredPartDone(): void {
   const file = process.env[MEASURED_DONE_ENV];
-  if (!file) return;
-  const { writeFileSync } = await import('node:fs');
-  writeFileSync(file, `${new Date().toISOString()}\n`);
+  if (file) writeFileSync(file, `${new Date().toISOString()}\n`);
 }

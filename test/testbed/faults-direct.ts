@@ -3,12 +3,13 @@
 // for both, `testbed up` and `down` paid once). A chain t0@node1 -> t1@node2 -> t2@node3 -> home
 // deployed with `--runtime docker --data-path direct`, 8 KiB items (every file between tasks stays
 // on its producer's node and is fetched from there), and four faults in turn, each on a fresh
-// stream that must arrive whole and once:
+// stream that must arrive whole and once (in this order: the Redis restart's recovery counts
+// timers and reconnects, so it runs before run-suite starts other tests beside this suite):
 //   kill -9 a runner   t1's node process inside its container (the restart policy brings it
 //                      back; the outputs it kept are on the node's data volume, not lost)
+//   Redis restarted    the home's Redis stopped and started again mid-stream (append-only file)
 //   a link down 60 s   node1 <-> node2 cut for a full minute mid-stream: node1 keeps t0's
 //                      outputs, t1 keeps asking, and takes them when the link returns
-//   Redis restarted    the home's Redis stopped and started again mid-stream (append-only file)
 //   a node lost        node2's agent and runners killed for good (t2 paused meanwhile, so that
 //                      node2 keeps outputs nobody took): the reconciler moves t1, and what
 //                      node2 kept for t2 is made again from t0's outputs on node1 (lineage)
@@ -45,9 +46,9 @@ export interface TestbedRig {
 
 /**
  * The fault tests, as a suite inside the testbed suite: `rig()` gives the running testbed (undefined
- * when `testbed up` failed: the suite is skipped, the up test has said why).
+ * when `testbed up` failed: the suite is skipped, the up test has said why); `middle` defines tests
+ * of the caller's to run after the Redis restart, before the partition (on the same testbed).
  */
-/** `middle` defines tests to run after the Redis restart, before the partition (on the same testbed). */
 export function faultsDirectSuite(rig: () => TestbedRig | undefined, middle?: () => void): void {
   describe('fault tests on the testbed with the direct data path (docker runtime, real CLI)', function () {
     this.timeout(420_000);
@@ -173,11 +174,10 @@ export function faultsDirectSuite(rig: () => TestbedRig | undefined, middle?: ()
       if (Date.now() - t0 > 30_000) await printRunnerLogs(12);
       // The restart's recovery counts timers and reconnects: it runs before run-suite starts the
       // other tests beside this suite (measured.ts); what follows only waits.
-      await measuredPartDone();
+      measuredPartDone();
     });
 
     middle?.();
-
 
     it(`a link down for ${PARTITION_MS / 1000} s (node1 <-> node2, between t0 and t1)`, async () => {
       await stream('p', 60, 10, async () => {

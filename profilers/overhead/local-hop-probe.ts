@@ -16,7 +16,7 @@
 // differences gave 0-24 ms per MiB, median 20 ms, where camera's items took 4-9 ms more than the empty hop.
 // The same items also give the runners' CPU per byte (this process's CPU per item, large less
 // small): the model charges it to a node's CPU quota, which the task probe's tiny items miss.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { configureApp } from '../../circe/queue/settings.js';
@@ -28,7 +28,7 @@ import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
 import { writeScratchApp } from './scratch-app.js';
 import { ProbeRound } from './round.js';
-import { scratchDir } from './scratch-dir.js';
+import { removeScratch, scratchDir } from './scratch-dir.js';
 
 export interface LocalHopCost {
   /** Seconds per byte a same-node hop takes beyond the empty one (>= 0). */
@@ -150,6 +150,6 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
     await Promise.all(runners.map((r) => r.close().catch(() => undefined)));
     await round.clean(redis, label);
     await Promise.all(conns.map((c) => round.release(c)));
-    await rm(dir, { recursive: true, force: true });
+    await removeScratch(dir);
   }
 }

@@ -16,7 +16,6 @@
 // host is busy starting everything else), then every `everyMs`; what is published is the median of
 // the last 5 rounds, so one round under a passing load does not move the model. Published as `overhead:<node>` and the fits
 // `link:<node>:home:fit` / `link:home:<node>:fit` (read by orchestrator/profiles/read.ts).
-import { rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import type { Keys } from '../../config/redis-keys.js';
 import { HOME, type LinkProfile, type NodeOverhead } from '../../config/types.js';
@@ -27,7 +26,7 @@ import { measureTaskCost } from './task-probe.js';
 import { measureLocalHop } from './local-hop-probe.js';
 import { median } from './median.js';
 import { ProbeRound, type KeyCleanup } from './round.js';
-import { scratchDir, sweepScratchDirs } from './scratch-dir.js';
+import { removeScratch, scratchDir, sweepScratchDirs } from './scratch-dir.js';
 
 export interface OverheadOptions {
   /** ms between measurements (the first runs at start). */
@@ -147,7 +146,7 @@ export async function measureOverhead(redis: Redis, keys: Keys, node: string, sa
     call = 0; // no Python here: JavaScript tasks run inside their runner
   } finally {
     await py.close().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    await removeScratch(dir);
   }
   // A no-op task through the real runner, as CPU time (what tasks sharing cores queue behind).
   round.check();

@@ -25,6 +25,16 @@ function running(pid: number): boolean {
   }
 }
 
+/**
+ * Remove a probe's scratch folder. Retried: a runner whose close gave up on a Redis gone away
+ * (CLOSE_GIVE_UP_MS) may still be finishing an item in its work folder, and a file made while rm
+ * walks the tree fails it with ENOTEMPTY (a CI run kept a task probe's folder). What is still
+ * there after the retries is removed by a later agent's sweep once this one has exited.
+ */
+export async function removeScratch(path: string): Promise<void> {
+  await rm(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }).catch(() => undefined);
+}
+
 /** Remove the scratch folders in `dir` whose agent no longer runs; returns their paths. */
 export async function sweepScratchDirs(dir = tmpdir()): Promise<string[]> {
   const gone: string[] = [];
@@ -32,7 +42,7 @@ export async function sweepScratchDirs(dir = tmpdir()): Promise<string[]> {
     const m = NAME.exec(name);
     if (!m || running(Number(m[2]))) continue;
     const path = join(dir, name);
-    await rm(path, { recursive: true, force: true }).catch(() => undefined);
+    await removeScratch(path);
     gone.push(path);
   }
   return gone;

@@ -7,7 +7,7 @@
 // The probe: a one-task scratch app (a no-op Python task whose output goes home), a real
 // TaskRunner in this process on a private key prefix, `items` items one after the other; CPU of
 // this process + the task's Python worker + the Redis server (INFO cpu) per item. Removed after.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,7 +20,7 @@ import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
 import { writeScratchApp } from './scratch-app.js';
 import { ProbeRound } from './round.js';
-import { scratchDir } from './scratch-dir.js';
+import { removeScratch, scratchDir } from './scratch-dir.js';
 
 export interface TaskCost {
   /** CPU seconds per task (runner + worker + Redis), median of the items after a warm-up. */
@@ -114,6 +114,6 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
     await runner?.close().catch(() => undefined);
     await round.clean(redis, label);
     await Promise.all(conns.map((c) => round.release(c)));
-    await rm(dir, { recursive: true, force: true });
+    await removeScratch(dir);
   }
 }

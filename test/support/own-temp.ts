@@ -28,7 +28,9 @@ export function ownTempFolder(cleanup: () => void | Promise<void> = () => undefi
       else process.env.TMPDIR = saved;
     }
     const left = readdirSync(dir);
+    // What a kept folder holds says which step did not finish (a runner's work, a store, the app).
+    const inside = left.length ? `: ${(readdirSync(dir, { recursive: true }) as string[]).slice(0, 30).join(', ')}` : '';
     rmSync(dir, { recursive: true, force: true });
-    expect(left, 'left in the temp folder').to.deep.equal([]);
+    expect(left, `left in the temp folder${inside}`).to.deep.equal([]);
   });
 }

@@ -95,6 +95,13 @@ export interface DataPlaneOptions {
   log(msg: string): void;
 }
 
+/** A transfer's place in a source node's lane (DataPlane.place). */
+interface LanePlace {
+  readonly src: string;
+  use<T>(fn: (release: () => void) => Promise<T>): Promise<T>;
+  skip(): void;
+}
+
 /**
  * Producer planes of this process by store folder. The runners of one node host (process
  * runtime) share a Redis connection and a store folder: they share one plane too, so a node
@@ -197,7 +204,24 @@ export class DataPlane {
    * asked to run again (lineage); the re-run points the blob's record at its own node, where the
    * next round finds it.
    */
-  async fetch(src: string, blob: string): Promise<Buffer> {
+  fetch(src: string, blob: string): Promise<Buffer> {
+    return this.fetchIn(this.place(src), src, blob, true);
+  }
+
+  /**
+   * fetch() in `place` (taken in src's lane when the caller asked, before any await: the lookups
+   * before a transfer take different times, and fetches asked together went out of order under
+   * load). `lookNear`: whether to look for a readable store first (take() has).
+   */
+  private async fetchIn(place: LanePlace, src: string, blob: string, lookNear: boolean): Promise<Buffer> {
+    try {
+      return await this.fetchLoop(place, src, blob, lookNear);
+    } finally {
+      place.skip(); // unless used: the fetch ended before its transfer (a near file, an error)
+    }
+  }
+
+  private async fetchLoop(first: LanePlace, src: string, blob: string, lookNear: boolean): Promise<Buffer> {
     const { settings, redis, keys } = this.opts;
     // The patience counts from the asking, so fetches queued behind one that waits out an
     // unreachable node do not each wait the whole patience again.
@@ -206,7 +230,7 @@ export class DataPlane {
     let last: Error | undefined;
     let asked = false;
     for (let round = 0; ; round++) {
-      const near = await this.nearFile(src, blob);
+      const near = round > 0 || lookNear ? await this.nearFile(src, blob) : undefined;
       if (near) {
         try {
           const bytes = readFileSync(near);
@@ -226,7 +250,9 @@ export class DataPlane {
       // the current one's tail and the link does not idle between items. Only the attempts hold the lane;
       // backoff and waiting for a re-run do not (a re-run may need this very lane).
       const from = src;
-      const got = await this.lane(from, async (release) => {
+      // The first attempt in the place taken when asked (unless the blob moved meanwhile); retries queue anew.
+      const place = round === 0 && from === first.src ? first : this.place(from);
+      const got = await place.use(async (release) => {
         for (const ep of list) {
           try {
             // Timed inside the lane: the wait for earlier transfers is not the link's time (the
@@ -288,17 +314,23 @@ export class DataPlane {
    * fetches.
    */
   async take(src: string, blob: string): Promise<Taken> {
-    const file = await this.nearFile(src, blob);
-    if (file) {
-      try {
-        const size = statSync(file).size;
-        this.stats.local++;
-        return { file, size };
-      } catch {
-        // not (or no longer) there
+    // In src's lane from now, as fetch(): takes asked in order transfer in that order.
+    const place = this.place(src);
+    try {
+      const file = await this.nearFile(src, blob);
+      if (file) {
+        try {
+          const size = statSync(file).size;
+          this.stats.local++;
+          return { file, size };
+        } catch {
+          // no longer there (a re-run moved it): fetched, without looking again
+        }
       }
+      return { bytes: await this.fetchIn(place, src, blob, false) };
+    } finally {
+      place.skip();
     }
-    return { bytes: await this.fetch(src, blob) };
   }
 
   /** The path of blob's file in node src's store when this process can read that store. */
@@ -361,19 +393,35 @@ export class DataPlane {
   }
 
   /**
-   * Run `fn` once every transfer queued before it from node `src` has ended or released the lane
-   * (`release`: the next one may start now; implied when `fn` settles).
+   * A place in node `src`'s lane, taken now: its `use(fn)` runs `fn` once every transfer placed
+   * before it has ended or released the lane (`release`: the next one may start now; implied when
+   * `fn` settles). A place must be used or skipped, or the lane behind it waits for ever.
    */
-  private lane<T>(src: string, fn: (release: () => void) => Promise<T>): Promise<T> {
+  private place(src: string): LanePlace {
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
-    const run = (this.lanes.get(src) ?? Promise.resolve()).then(() => fn(release));
-    const tail = Promise.race([released, run.then(() => undefined, () => undefined)]);
-    this.lanes.set(src, tail);
-    void tail.then(() => {
-      if (this.lanes.get(src) === tail) this.lanes.delete(src);
+    const before = this.lanes.get(src) ?? Promise.resolve();
+    this.lanes.set(src, released);
+    void released.then(() => {
+      if (this.lanes.get(src) === released) this.lanes.delete(src);
     });
-    return run;
+    let used = false;
+    return {
+      src,
+      use: <T>(fn: (release: () => void) => Promise<T>): Promise<T> => {
+        if (used) throw new Error('a lane place is used once');
+        used = true;
+        const run = before.then(() => fn(release));
+        void run.then(release, release);
+        return run;
+      },
+      skip: () => {
+        if (used) return;
+        used = true;
+        // Behind the ones before it, so the order holds for those after.
+        void before.then(release);
+      },
+    };
   }
 
   /** Whether this node's store holds a blob. */

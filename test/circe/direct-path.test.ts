@@ -16,6 +16,7 @@ import { DataServer } from '../../circe/dataplane/server.js';
 import { releaseBody } from '../../circe/dataplane/client.js';
 import { besideStore } from '../../circe/runner/work-slots.js';
 import { NodeStore } from '../../circe/dataplane/store.js';
+import { machineId } from '../../circe/runtime/machine.js';
 import { readSettings } from '../../circe/queue/settings.js';
 import { LINK_TRANSFER_MIN_BYTES, type LinkTransfer } from '../../config/link-transfers.js';
 
@@ -210,6 +211,18 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     const transfers = await recorded(keys.linkTransfers('far', 'near'), 4);
     expect(transfers.map((t) => t.bytes)).to.deep.equal([BODY.length, BODY.length, BODY.length, BODY.length]);
     expect(Math.max(...transfers.map((t) => t.seconds))).to.be.below(0.75 * wall);
+    // A take asked before a fetch, where far's store folder is readable here but lacks the blob:
+    // both go over the network, in the order asked (the take's extra look let the fetch overtake).
+    const empty = mkdtempSync(join(rig.work, 'far-site-'));
+    const site = statSync(empty);
+    await rig.client.hset(keys.dataDirs('far'), 'here', JSON.stringify({ machine: machineId(), dir: empty, dev: site.dev, ino: site.ino }));
+    const second = await DataPlane.reader({ redis: rig.client, keys, settings, node: 'near2', log: () => undefined });
+    order.length = 0;
+    const [taken, fetched] = await Promise.all([second.take('far', `${'b'.repeat(38)}05`), second.fetch('far', `${'b'.repeat(38)}06`)]);
+    expect(order).to.deep.equal(['05', '06']);
+    expect(taken.bytes?.equals(BODY) && fetched.equals(BODY)).to.equal(true);
+    await second.close();
+    await rig.client.hdel(keys.dataDirs('far'), 'here');
     await new Promise<void>((r) => far.close(() => r()));
 
     // An unreachable node: three fetches asked together all give up after about one patience,

@@ -230,8 +230,12 @@ async function main(): Promise<void> {
   /** Summary and targets so far; the JSON is written after every round (a run cut short keeps its rounds). */
   const report = () => {
     const med = (k: string, pick: (x: Round) => number): number => median((results.get(k) ?? []).map(pick));
+    // NaN (printed as -) where either system was left out (BENCH_ONLY).
     const ratio = (a: string, b: string, pick: (x: Round) => number): number =>
-      median((results.get(a) ?? []).map((x, i) => pick(x) / pick(results.get(b)?.[i] ?? ({} as Round))));
+      median((results.get(a) ?? []).flatMap((x, i) => {
+        const y = results.get(b)?.[i];
+        return y ? [pick(x) / pick(y)] : [];
+      }));
     const summary = Object.fromEntries([...systems].map(([k, s]) => [k, {
       label: s.label,
       itemsPerSec: med(k, (x) => x.throughput),

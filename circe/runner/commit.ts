@@ -10,7 +10,7 @@ import type { ScriptedPipeline, StoredInput } from '../queue/failures.js';
 import { quietKeys, type AppKeys } from '../queue/keys.js';
 import type { ScriptedRedis } from '../queue/scripts.js';
 import type { PipelineSettings } from '../queue/settings.js';
-import { execOrThrow, type AppQueues, type QueuedJob, type Staged } from '../queue/transport.js';
+import { execOrThrow, setApart, type AppQueues, type QueuedJob, type Staged } from '../queue/transport.js';
 import type { InHand } from './arrive.js';
 import { pipeline } from '../queue/pipeline.js';
 
@@ -39,18 +39,14 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   const pipe = pipeline(ctx.redis) as ScriptedPipeline & { jCommit(...a: Array<string | number | Buffer>): ScriptedPipeline };
   const runs = group.filter((s): s is Extract<Settle, { kind: 'run' }> => s.kind === 'run');
   const adds: QueuedJob[] = [];
-  // Direct path: the runs' lineage records first (Redis has them before their commits, see
-  // circe/dataplane/lineage.ts), then large outputs' bytes by plain SETs (see COMMIT); their
-  // replies come before the rest.
+  // Large outputs' bytes by plain SETs (see COMMIT) under keys of their run alone, sent ahead of
+  // the pipeline (transport.ts setApart). Direct path: the runs' lineage records first in it
+  // (Redis has them before their commits, see circe/dataplane/lineage.ts); their replies come
+  // before the rest.
+  const staged = setApart(ctx.redis, runs.flatMap((r) => r.staged.map((st) => ({ key: st.key, bytes: st.bytes, ttlSec: settings.doneTtlSec }))));
   const lineage = runs.flatMap((r) => (r.lineage ? [r.lineage] : []));
   queueLineage(pipe, lineage);
   let at = lineage.length;
-  for (const r of runs) {
-    for (const st of r.staged) {
-      pipe.set(st.key, st.bytes, 'EX', settings.doneTtlSec);
-      at++;
-    }
-  }
   if (runs.length > 0) {
     const keys: string[] = [k.stats, k.events, k.makespans];
     const args: Array<string | number | Buffer> = [settings.doneTtlSec, T, ctx.node, maxLen, Date.now(), k.blob(''), k.queued(''), k.app];
@@ -88,7 +84,7 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   ctx.rideAlong?.(pipe);
   // Last, its reply unread: this queue's stale wake-up marker (scripts.ts QUIET).
   pipe.jQuiet(...quietKeys(k, T));
-  const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined]);
+  const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined, staged]);
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];
   let r = 0;
   return group.map((s) => {

@@ -4,6 +4,7 @@ import type { ClusterConfig } from '../../config/types.js';
 import type { RunnerSpec } from './types.js';
 import { RUNNER_UID } from './docker-base.js';
 import { containerAppDir } from './docker-image.js';
+import { MALLOC_ENV } from './malloc-env.js';
 
 export const LABEL_APP = 'jupiter.app';
 export const LABEL_TASK = 'jupiter.task';
@@ -67,6 +68,7 @@ export function runnerEnv(spec: RunnerSpec, network: 'host' | 'bridge'): string[
     'NODE_ENV=production',
     'PYTHONUNBUFFERED=1',
     'PYTHONDONTWRITEBYTECODE=1',
+    ...Object.entries(MALLOC_ENV).map(([k, v]) => `${k}=${v}`),
   ];
 }
 

@@ -25,6 +25,7 @@ import { isAlive, isAliveWith, stopPid } from './pid.js';
 import { defaultDataRoot } from '../dataplane/plane.js';
 import { defaultWorkRoot } from '../runner/work-slots.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
+import { withMallocEnv } from './malloc-env.js';
 
 interface RunnerState {
   supervisorPid: number;
@@ -241,7 +242,7 @@ export class ProcessRuntime implements Runtime {
     const child = spawn(process.execPath, ['--enable-source-maps', supervisor], {
       detached: true,
       stdio: ['ignore', log, log],
-      env: { ...process.env, ...env },
+      env: withMallocEnv({ ...process.env, ...env }),
     });
     closeSync(log);
     child.unref();

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { withMallocEnv } from '../../circe/runtime/malloc-env.js';
 
 /** Absolute path of bin/jupiter.js in this checkout/installation. */
 export const jupiterBin = fileURLToPath(new URL('../../../bin/jupiter.js', import.meta.url));
@@ -19,7 +20,7 @@ export function spawnDetached(dir: string, name: string, args: string[], env: No
   const child = spawn(process.execPath, [jupiterBin, ...args], {
     detached: true,
     stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...env },
+    env: withMallocEnv({ ...process.env, ...env }),
   });
   closeSync(fd);
   child.unref();

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { circeSuite } from '../support/circe-suite.js';
 import { appsDir } from '../support/paths.js';
@@ -15,6 +15,7 @@ import { defaultDataRoot } from '../../circe/dataplane/plane.js';
 import { defaultWorkRoot } from '../../circe/runner/work-slots.js';
 import { appStateDir } from '../../circe/runtime/process.js';
 import { isAliveWith } from '../../circe/runtime/pid.js';
+import { MALLOC_ENV } from '../../circe/runtime/malloc-env.js';
 
 const PREFIX = 'jp:';
 
@@ -82,6 +83,8 @@ describe('circe process runtime (runner processes, real Redis)', function () {
     await deploy(app, 't');
     const handles = await runtime.list(app.name, cluster);
     expect(handles).to.have.length(4);
+    // Every runner keeps large buffers in its heap (circe/runtime/malloc-env.ts).
+    for (const h of handles) expect(readFileSync(`/proc/${h.id}/environ`, 'utf8').split('\0')).to.include.members(Object.entries(MALLOC_ENV).map(([k, v]) => `${k}=${v}`));
     // A node's store of the direct data path, as its runners make it.
     const data = defaultDataRoot(defaultWorkRoot(), PREFIX, app.name);
     mkdirSync(join(data, 'n1'), { recursive: true });

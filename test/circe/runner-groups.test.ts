@@ -94,6 +94,24 @@ describe('circe runner: prefetch window and grouped round trips', function () {
     expect(await rig.client.keys(`${appKeys(PREFIX, app.name).base}blob*`)).to.deep.equal([]);
   });
 
+  it('large files: the source sends a few MiB per round trip, runners store large outputs apart; every byte arrives', async () => {
+    const app = chainApp(rig.work);
+    await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20 });
+    const out = join(rig.work, 'out-big');
+    closers.push(await runner(app, 'p'), await runner(app, 'q'));
+    closers.push(await Sink.start({ app: app.name, redisUrl: rig.redis.url, prefix: PREFIX, outputDir: out }));
+    // 1.5 MiB each, text (the tasks copy it as UTF-8), different per item.
+    const body = (i: number): string => `item ${i}\n`.padEnd(1.5 * 1024 * 1024, String.fromCharCode(97 + i));
+    const files = inputs(6, body);
+    const steps: number[] = [];
+    const items = await submitItems(rig.client, PREFIX, app, files, { onProgress: (done) => steps.push(done) });
+    // Two of 1.5 MiB fit the 4 MiB a round trip carries, a third would not.
+    expect(steps).to.deep.equal([2, 4, 6]);
+    const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: 50_000 });
+    expect(res.every((r) => r.done && !r.failed)).to.equal(true);
+    for (let i = 0; i < 6; i++) expect(readFileSync(join(out, `${String(i).padStart(3, '0')}_p_q.txt`), 'utf8') === body(i), `item ${i}`).to.equal(true);
+  });
+
   it('a stop returns the jobs it holds to the queue untouched; a new runner finishes them', async () => {
     const app = chainApp(rig.work);
     await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20 });

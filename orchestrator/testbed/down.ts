@@ -6,12 +6,12 @@ import { existsSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Progress } from '../progress.js';
 import { withStep } from '../progress.js';
-import { isAlive, stopPid } from '../stack/state.js';
+import { stopPid } from '../stack/state.js';
 import { removeNetwork } from './netns.js';
 import { removeFaultChain } from './faults.js';
 import { cgroupDirs, removeCgroup, stopEngine } from './engines.js';
 import { PREFIX } from './plan.js';
-import { STATE_FILE, requireTestbedState } from './state.js';
+import { STATE_FILE, ownsPid, requireTestbedState } from './state.js';
 
 /** Everything `down` removed, a line each. */
 export async function testbedDown(dir: string, progress: Progress): Promise<string[]> {
@@ -25,7 +25,7 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
         const cluster = await loadTestbedCluster(state);
         // The testbed's Redis is configured, not the stack's own: `stack down` leaves its apps
         // alone, so they go first here (the home's sink processes among them).
-        const lines = state.redis && isAlive(state.redis.pid) ? (await teardownAll(cluster, state.redis.url)).lines : [];
+        const lines = ownsPid(state.redis) ? (await teardownAll(cluster, state.redis!.url)).lines : [];
         lines.push(...(await stopStack(cluster)));
         out.push(...lines);
         step.update(`${lines.length} done`);
@@ -46,7 +46,7 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
     });
   }
   if (state.redis) {
-    if (await stopPid(state.redis.pid, 5000)) out.push(`stopped the home's redis-server (pid ${state.redis.pid})`);
+    if (ownsPid(state.redis) && (await stopPid(state.redis.pid, 5000))) out.push(`stopped the home's redis-server (pid ${state.redis.pid})`);
     rmSync(state.redis.dir, { recursive: true, force: true });
   }
   await withStep(progress, 'Removing namespaces, veths, bridge and rules', async () => {

@@ -8,8 +8,9 @@ import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync, writeF
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawnDockerd, stopDockerd, unmountUnder } from '../stack/dockerd.js';
+import { processStartMs } from '../../circe/runtime/pid.js';
 import { nsWrap } from './sh.js';
-import type { EngineState, HostState, TestbedState } from './state.js';
+import { ownsPid, type EngineState, type HostState, type TestbedState } from './state.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 const CFS_PERIOD_US = 100_000;
@@ -97,14 +98,15 @@ export async function startEngine(state: TestbedState, host: HostState, logDir: 
     rmSync(paths.exec, { recursive: true, force: true });
     pid = await spawnDockerd(paths, ['--storage-driver=vfs', ...extra], wrap, `the engine of ${host.name}`);
   }
-  return { pid, socket: paths.socket, dataRoot: data, execRoot: paths.exec, log: paths.log, ...(cgroup ? { cgroup } : {}) };
+  return { pid, startedAt: processStartMs(pid) ?? Date.now(), socket: paths.socket, dataRoot: data, execRoot: paths.exec, log: paths.log, ...(cgroup ? { cgroup } : {}) };
 }
 
 /** Remove the engine's containers, stop it, unmount and delete its folders and cgroup; lines of what went. */
 export async function stopEngine(host: HostState): Promise<string[]> {
   const e = host.engine;
   if (!e) return [];
-  const out = await stopDockerd(e.pid, e.socket, `the engine of ${host.name}`);
+  // A pid reused since is not signalled (ownsPid); its folders still go.
+  const out = ownsPid(e) ? await stopDockerd(e.pid, e.socket, `the engine of ${host.name}`) : [];
   unmountUnder([e.execRoot, e.dataRoot]);
   // Asynchronous: the engines' data roots (tens of thousands of image files each) go in parallel.
   await Promise.all([e.execRoot, e.dataRoot, join(e.socket, '..')].map((d) => rm(d, { recursive: true, force: true })));

@@ -8,8 +8,8 @@ import { RedisServer } from '../stack/redis-server.js';
 import { nsWrap } from './sh.js';
 import { dirname, join } from 'node:path';
 import { inputError } from '../../config/errors.js';
-import { stopPid } from '../../circe/runtime/pid.js';
-import { requireTestbedState, writeTestbedState, type HostState, type TestbedState } from './state.js';
+import { processStartMs, stopPid } from '../../circe/runtime/pid.js';
+import { ownsPid, requireTestbedState, writeTestbedState, type HostState, type TestbedState } from './state.js';
 
 export const HOME_REDIS_PORT = 6379;
 
@@ -24,7 +24,8 @@ export async function startHomeRedis(home: HostState, dir: string, password = ra
     password,
     wrap: nsWrap(home.ns),
   }).start();
-  return { pid: server.pid ?? 0, port: server.port, url: server.url, dir: redisDir };
+  const pid = server.pid ?? 0;
+  return { pid, startedAt: processStartMs(pid) ?? Date.now(), port: server.port, url: server.url, dir: redisDir };
 }
 
 /**
@@ -37,7 +38,7 @@ export async function restartHomeRedis(dir: string, down: () => Promise<void> = 
   const home = state.hosts[0]!;
   const old = state.redis;
   if (!old) throw inputError(`the testbed in ${dir} has no Redis`, { hint: 'bring it up again: jupiter testbed up' });
-  await stopPid(old.pid, 10_000);
+  if (ownsPid(old)) await stopPid(old.pid, 10_000);
   await down();
   const password = decodeURIComponent(new URL(old.url).password);
   state.redis = await startHomeRedis(home, dirname(old.dir), password);

@@ -3,9 +3,16 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { inputError } from '../../config/errors.js';
+import { isAliveSince } from '../../circe/runtime/pid.js';
 
-export interface EngineState {
+/** A process the testbed started: its pid, and when (a pid reused since is not it: ownsPid). */
+export interface ProcessRecord {
   pid: number;
+  /** When the process started (ms, from /proc); absent in state files written before it was recorded. */
+  startedAt?: number;
+}
+
+export interface EngineState extends ProcessRecord {
   socket: string;
   dataRoot: string;
   execRoot: string;
@@ -52,7 +59,7 @@ export interface TestbedState {
   /** /run/jtb<id> (sockets, exec roots) and /var/lib/jtb<id> (engine data roots). */
   runRoot: string;
   dataRoot: string;
-  redis?: { pid: number; port: number; url: string; dir: string };
+  redis?: ProcessRecord & { port: number; url: string; dir: string };
   configFile: string;
   createdAt: number;
   /** false while `up` runs (and after it failed). */
@@ -60,6 +67,14 @@ export interface TestbedState {
 }
 
 export const STATE_FILE = 'testbed.json';
+
+/**
+ * Whether the recorded process still runs and is the one recorded: pids wrap within minutes on a
+ * busy machine (pid_max 32,768 here), and `down` or a Redis restart must not signal a stranger.
+ */
+export function ownsPid(rec: ProcessRecord | undefined): boolean {
+  return rec !== undefined && isAliveSince(rec.pid, rec.startedAt);
+}
 
 export function testbedDir(dir: string | undefined): string {
   return resolve(dir ?? 'jupiter-testbed');

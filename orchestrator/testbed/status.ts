@@ -3,17 +3,16 @@
 import { HOME } from '../../config/types.js';
 import { formatRate } from '../../config/testbed/topology.js';
 import { renderTable } from '../report/table.js';
-import { isAlive } from '../stack/state.js';
 import { pairKey } from './faults.js';
-import type { TestbedState } from './state.js';
+import { ownsPid, type TestbedState } from './state.js';
 
 export function renderHosts(state: TestbedState): string {
   return renderTable(['host', 'namespace', 'address', 'uplink', 'cpus', 'engine', 'state'], state.hosts.map((h) => {
-    const pid = h.name === HOME ? state.redis?.pid : h.engine?.pid;
+    const rec = h.name === HOME ? state.redis : h.engine;
     return [
       h.name, h.ns, h.addr, formatRate(h.uplinkBps), h.cpus ?? '-',
       h.name === HOME ? `redis ${state.redis ? `${h.addr}:${state.redis.port}` : '-'}` : h.engine ? `unix://${h.engine.socket}` : '-',
-      isAlive(pid) ? 'running' : 'stopped',
+      ownsPid(rec) ? 'running' : 'stopped',
     ];
   }));
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readStackState } from '../../orchestrator/stack/state.js';
 import { isAliveSince, processStartMs } from '../../circe/runtime/pid.js';
+import { ownsPid } from '../../orchestrator/testbed/state.js';
 
 describe('stack state: recorded pids that now belong to other processes', () => {
   let dir = '';
@@ -46,5 +47,25 @@ describe('stack state: recorded pids that now belong to other processes', () => 
     expect(st.redis!.url).to.equal('redis://127.0.0.1:1');
     expect(isAliveSince(stranger.pid, hourAgo)).to.equal(false);
     expect(isAliveSince(stranger.pid, undefined)).to.equal(true);
+  });
+});
+
+describe("testbed state: the home's Redis and the engines are signalled only while their pid is theirs", () => {
+  it('ownsPid: the recorded process (start time from /proc) yes; a process that started after the record, or a dead pid, no', async () => {
+    const p = spawn('sleep', ['60'], { stdio: 'ignore' });
+    await new Promise((r) => p.once('spawn', r));
+    try {
+      const startedAt = processStartMs(p.pid!)!;
+      expect(ownsPid({ pid: p.pid!, startedAt })).to.equal(true);
+      // The record is of a process that started a minute earlier: this one took its pid since.
+      expect(ownsPid({ pid: p.pid!, startedAt: startedAt - 60_000 })).to.equal(false);
+      // State files written before start times were recorded: alive is all that can be checked.
+      expect(ownsPid({ pid: p.pid! })).to.equal(true);
+    } finally {
+      p.kill('SIGKILL');
+      await new Promise((r) => p.once('exit', r));
+    }
+    expect(ownsPid({ pid: p.pid!, startedAt: Date.now() })).to.equal(false);
+    expect(ownsPid(undefined)).to.equal(false);
   });
 });

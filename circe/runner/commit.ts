@@ -44,6 +44,7 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   // (Redis has them before their commits, see circe/dataplane/lineage.ts); their replies come
   // before the rest.
   const staged = setApart(ctx.redis, runs.flatMap((r) => r.staged.map((st) => ({ key: st.key, bytes: st.bytes, ttlSec: settings.doneTtlSec }))));
+  staged.catch(() => undefined); // awaited below; handled now in case building the pipeline throws first
   const lineage = runs.flatMap((r) => (r.lineage ? [r.lineage] : []));
   queueLineage(pipe, lineage);
   let at = lineage.length;

@@ -35,6 +35,17 @@ describe('profilers: online execution models (models/exec-model.ts)', () => {
     expect(m!.relError).to.be.within(0.005, 0.05);
   });
 
+  it('a stall that has nothing to do with size (one item held up 300 ms) does not move the model', () => {
+    // The live shape of test/adapt/remap-live: 12 items of 10-60 KB, 10 ms + 4 ms/KB.
+    const recs: ExecRecord[] = Array.from({ length: 12 }, (_, i) => {
+      const inBytes = 10_240 + i * 4_608;
+      return { task: 't', node: 'n1', inBytes, seconds: 0.01 + (0.004 * inBytes) / 1024 + (i === 1 ? 0.3 : 0), at: i * 1000 };
+    });
+    const [m] = fitExecModels(recs);
+    expect((m!.perByteSec * 1024) / 0.004).to.be.closeTo(1, 0.02);
+    expect(m!.baseSec).to.be.closeTo(0.01, 0.002);
+  });
+
   it('never a negative coefficient: a flat task is its mean', () => {
     const recs = records('t', 'n1', 0.05, 0, 20, 0, 0.2, 3);
     const [m] = fitExecModels(recs);

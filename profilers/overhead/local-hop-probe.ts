@@ -105,11 +105,10 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
       { name: 'take', children: ['home'], script: TAKE },
     ]);
     round.made(label, (r) => teardownAppKeys(r, prefix, name));
-    await configureApp(own, prefix, app.name, { dataPath: 'direct' });
+    await round.guard(configureApp(own, prefix, app.name, { dataPath: 'direct' }));
     const shared = { redis: own, workerRedis: conns[1]! };
     for (const task of app.tasks) {
-      // Not guarded: a runner fails to start once its shared connections are dropped.
-      runners.push(await TaskRunner.start({ app, task, node, redisUrl: '', prefix, workDir: join(dir, 'work', task.name), dataDir: join(dir, 'store'), shared }));
+      runners.push(await round.opened(TaskRunner.start({ app, task, node, redisUrl: '', prefix, workDir: join(dir, 'work', task.name), dataDir: join(dir, 'store'), shared }), () => removeScratch(dir)));
     }
     const k = appKeys(prefix, app.name);
     // Per item: the gap, and this process's CPU from the submit until take has finished (the
@@ -147,7 +146,7 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
     return undefined; // no Python here, or a runner could not start: the model keeps the empty hop
   } finally {
     // Together: with Redis gone each close waits CLOSE_GIVE_UP_MS before giving up.
-    await Promise.all(runners.map((r) => r.close().catch(() => undefined)));
+    await round.closing(Promise.all(runners.map((r) => r.close().catch(() => undefined))));
     await round.clean(redis, label);
     await Promise.all(conns.map((c) => round.release(c)));
     await removeScratch(dir);

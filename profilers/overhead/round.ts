@@ -42,6 +42,9 @@ export class ProbeRound {
 
   /** Done with a connection. It stays the round's until ended: a QUIT can wait on a Redis gone meanwhile. */
   async release(c: Redis): Promise<void> {
+    // Abandoned: abandon() has dropped it already, and a second disconnect while it reconnects
+    // would only clear its retry timer, leaving what waits on it (a late runner start) waiting.
+    if (this.gone) return;
     await endConnection(c);
     this.conns.delete(c);
   }
@@ -54,6 +57,32 @@ export class ProbeRound {
       this.quits.add(quit);
       p.then(resolve, reject).finally(() => this.quits.delete(quit));
     });
+  }
+
+  /**
+   * guard() for something to be closed (a probe's runner): one that becomes ready only after the
+   * round was abandoned is closed then, and `after` runs (to remove what its start made). Two CI
+   * runs kept a task probe's scratch folder whose runner had not got as far as its work folders:
+   * the probe's clean-up waited for a start that had not ended (what it waited on was not found).
+   */
+  async opened<T extends { close(): Promise<unknown> }>(p: Promise<T>, after: () => Promise<unknown> = async () => undefined): Promise<T> {
+    try {
+      return await this.guard(p);
+    } catch (e) {
+      void p.then(async (late) => {
+        await late.close().catch(() => undefined);
+        await after().catch(() => undefined);
+      }, () => undefined);
+      throw e;
+    }
+  }
+
+  /**
+   * Wait for a close; once the round is abandoned, for at most `ms` more, so that what follows
+   * (removing the scratch folder) happens even if the close never ends. It goes on meanwhile.
+   */
+  closing(p: Promise<unknown>, ms = 5000): Promise<unknown> {
+    return Promise.race([p.catch(() => undefined), this.ended.then(() => new Promise((r) => setTimeout(r, ms).unref()))]);
   }
 
   /** Throws once the round is abandoned: between probes, so an abandoned round starts nothing more. */

@@ -79,9 +79,8 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
   try {
     const app = await writeScratchApp(appDir, [{ name: TASK, children: ['home'], script: SCRIPT }]);
     round.made(label, (r) => teardownAppKeys(r, prefix, name));
-    await configureApp(own, prefix, app.name, {});
-    // Not guarded: a runner fails to start once its shared connections are dropped.
-    runner = await TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: own, workerRedis: conns[1]! } });
+    await round.guard(configureApp(own, prefix, app.name, {}));
+    runner = await round.opened(TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: own, workerRedis: conns[1]! } }), () => removeScratch(dir));
     const k = appKeys(prefix, app.name);
     const walls: number[] = [];
     // CPU is read over the measured items together: /proc counts in 10 ms ticks.
@@ -111,7 +110,7 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
   } catch {
     return undefined; // no Python here, or the runner could not start: the model keeps the idle probes
   } finally {
-    await runner?.close().catch(() => undefined);
+    if (runner) await round.closing(runner.close());
     await round.clean(redis, label);
     await Promise.all(conns.map((c) => round.release(c)));
     await removeScratch(dir);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInvoker } from '../../circe/invoke/invoker.js';
@@ -107,6 +107,16 @@ describe('circe invoker', function () {
     const t = { ...task('left'), name: 'bad', scriptFile: join(dir, 'scripts', 'bad.py') };
     const err = await createInvoker(app, t).then(() => undefined, (e: Error) => e);
     expect(err?.message).to.match(/cannot import task bad.*ModuleNotFoundError/);
+    // Its interpreter does not stay behind waiting for calls nobody will make.
+    const left = (): string[] => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(join(dir, 'scripts'));
+      } catch {
+        return false;
+      }
+    });
+    for (let i = 0; i < 50 && left().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(left()).to.deep.equal([]);
   });
 
   it('runs a non-DAG helper once with its arguments', async () => {

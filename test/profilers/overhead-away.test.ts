@@ -69,7 +69,7 @@ describe('profilers: an overhead probe round with Redis gone', function () {
     // (task-probe.ts finally): given time to, as an agent's process would have.
     // The test Redis keeps its folder (jupiter-redis-*) until its stop below.
     const probes = (): string[] => readdirSync(tmpdir()).filter((n) => /^jupiter-(taskprobe|hopprobe|overhead)-/.test(n));
-    await until(() => probes().length === 0 && ['gone'], 30_000, "the probes' scratch folders to be removed").catch(() => undefined);
+    await until(() => probes().length === 0 && ['gone'], 60_000, "the probes' scratch folders to be removed").catch(() => undefined);
     redis?.disconnect();
     await server?.stop();
   });

@@ -17,6 +17,7 @@
 // the last 5 rounds, so one round under a passing load does not move the model. Published as `overhead:<node>` and the fits
 // `link:<node>:home:fit` / `link:home:<node>:fit` (read by orchestrator/profiles/read.ts).
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Keys } from '../../config/redis-keys.js';
 import { HOME, type LinkProfile, type NodeOverhead } from '../../config/types.js';
 import { Queue, Worker, type Redis } from '../../circe/queue/libs.js';
@@ -212,7 +213,6 @@ function smoothLink(rounds: LinkProfile[]): LinkProfile {
   return { ...last, latencySec: median(rounds.map((r) => r.latencySec)), bandwidthBytesPerSec: median(rounds.map((r) => r.bandwidthBytesPerSec)), samples: rounds.reduce((a, r) => a + r.samples, 0), windowFrom: rounds[0]!.windowFrom };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
 
 export class OverheadProber {
   private timer?: NodeJS.Timeout;
@@ -270,7 +270,7 @@ export class OverheadProber {
       this.log(`overhead probe round abandoned after ${this.opts.roundDeadlineMs / 1000} s (Redis unreachable or a probe stuck); the next round runs as usual`);
     }
     round.abandon();
-    await Promise.race([measuring, sleep(UNWIND_MS)]);
+    await Promise.race([measuring, sleep(UNWIND_MS, undefined, { ref: false })]);
     return undefined;
   }
 
@@ -322,7 +322,7 @@ export class OverheadProber {
     if (this.leftovers.size === 0 || this.redis.status !== 'ready') return;
     const round = new ProbeRound(this.leftovers);
     const conn = round.connect(this.redis);
-    await Promise.race([round.cleanLeftovers(conn), sleep(LEFTOVERS_MS)]);
+    await Promise.race([round.cleanLeftovers(conn), sleep(LEFTOVERS_MS, undefined, { ref: false })]);
     round.abandon();
   }
 }

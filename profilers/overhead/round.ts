@@ -7,6 +7,7 @@
 // itself (a worker's blocking one) are ended by `guard`. What the round made in Redis stays listed
 // until it is removed: by the round itself, or else by the next round (or the prober's stop) once
 // Redis answers again.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis, RedisOptions } from 'ioredis';
 import { endConnection } from '../../circe/queue/connection.js';
 
@@ -82,7 +83,7 @@ export class ProbeRound {
    * (removing the scratch folder) happens even if the close never ends. It goes on meanwhile.
    */
   closing(p: Promise<unknown>, ms = 5000): Promise<unknown> {
-    return Promise.race([p.catch(() => undefined), this.ended.then(() => new Promise((r) => setTimeout(r, ms).unref()))]);
+    return Promise.race([p.catch(() => undefined), this.ended.then(() => sleep(ms, undefined, { ref: false }))]);
   }
 
   /** Throws once the round is abandoned: between probes, so an abandoned round starts nothing more. */

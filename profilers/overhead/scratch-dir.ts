@@ -28,8 +28,8 @@ function running(pid: number): boolean {
 /**
  * Remove a probe's scratch folder. Retried: a runner whose close gave up on a Redis gone away
  * (CLOSE_GIVE_UP_MS) may still be finishing an item in its work folder, and a file made while rm
- * walks the tree fails it with ENOTEMPTY (a CI run kept a task probe's folder). What is still
- * there after the retries is removed by a later agent's sweep once this one has exited.
+ * walks the tree fails it with ENOTEMPTY. What is still there after the retries is removed by a
+ * later agent's sweep once this one has exited.
  */
 export async function removeScratch(path: string): Promise<void> {
   await rm(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }).catch(() => undefined);

@@ -118,7 +118,12 @@ export async function startTestSshd(opts: { dockerHost: string }): Promise<TestS
       'X11Forwarding no',
       'AllowTcpForwarding no',
       'MaxSessions 32',
-      `SetEnv DOCKER_HOST=${opts.dockerHost}`,
+      // SHLVL=1: bash (the login shell running each session's command) then counts itself nested
+      // and skips ~/.bashrc, which Debian's bash sources for sshd's sessions. Root's ~/.bashrc on
+      // these machines runs `pyenv init` (~40 processes): 0.8 s a session on a quiet machine,
+      // seconds in a loaded CI lane, and every Docker API channel is a session. (Only the first
+      // SetEnv line counts: one line for both.)
+      `SetEnv DOCKER_HOST=${opts.dockerHost} SHLVL=1`,
       'LogLevel VERBOSE',
       '',
     ].join('\n'));

@@ -11,6 +11,7 @@ import { appKeys, type AppKeys } from './keys.js';
 import { blobIdFor, BUNDLE_MAX, bundleIdFor, deliveryIdFor, inlineBytes, LUA_BYTES_MAX, type BundleJob, type Delivery } from './naming.js';
 import type { PipelineSettings } from './settings.js';
 import { pipeline } from './pipeline.js';
+import { uncopiedSet } from './uncopied-set.js';
 
 export interface OutgoingFile {
   name: string;
@@ -207,7 +208,7 @@ export class AppQueues {
  * VMs; 10 ms of the source's CPU per 1 MiB item), where a command alone is one copy of its value.
  */
 export function setApart(redis: Redis, sets: Array<{ key: string; bytes: Buffer; ttlSec?: number }>): Promise<unknown> {
-  return Promise.all(sets.map((s) => (s.ttlSec ? redis.set(s.key, s.bytes, 'EX', s.ttlSec) : redis.set(s.key, s.bytes)).catch((e: Error) => {
+  return Promise.all(sets.map((s) => uncopiedSet(redis, s.key, s.bytes, s.ttlSec).catch((e: Error) => {
     throw runtimeError(`Redis command failed: ${e.message}`, {}, e);
   })));
 }

@@ -18,6 +18,7 @@
 //   P wave:<app>:...                   distributed WAVE messages of one mapping run
 //   P apps                             set    names of apps that were ever deployed (telemetry discovery)
 //   P app:<app>:events                 stream TaskEvent / ItemDoneEvent JSON (field `json`), capped
+//   P app:<app>:finished               stream the ItemDoneEvents alone (field `json`), capped: what waiting clients read
 //   P app:<app>:mapping                string MappingRecord JSON of the current deployment
 //   P app:<app>:remaps                 list   re-mapping events (orchestrator/adapt), newest first, capped
 //   P agent:<node>:inbox               list   requests to one agent (JSON messages: exec profiling,

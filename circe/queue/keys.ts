@@ -19,6 +19,7 @@
 //   A stats                   hash    counters: processed:<task>, failed:<task>, retried:<task>, ...
 //   A deadletters             list    JSON dead-letter records (bounded)
 //   A events                  stream  TaskEvent / ItemDoneEvent (config/events.ts), capped
+//   A finished                stream  the ItemDoneEvents alone, capped (circe/home/wait.ts reads it)
 //   A helper:<task>           hash    exit code and time of a non-DAG helper run
 //   A owners                  hash    plain output path at the sink -> item that wrote it first
 //                                     (outputPath: kept here so that a restarted sink knows it);
@@ -59,6 +60,8 @@ export interface AppKeys {
   stats: string;
   deadLetters: string;
   events: string;
+  /** Item-done events alone (the scripts' finish_item appends each to `events` and here). */
+  finished: string;
   helper(task: string): string;
   owners: string;
   ready: string;
@@ -97,6 +100,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     stats: `${a}stats`,
     deadLetters: `${a}deadletters`,
     events: `${a}events`,
+    finished: `${a}finished`,
     helper: (t) => `${a}helper:${t}`,
     owners: `${a}owners`,
     ready: `${a}ready`,

@@ -65,7 +65,8 @@ end
 -- Take a delivery out of its receiver's queued set and its item's in-flight set; when it was
 -- the item's last one, mark the item done, record its makespan (bounded list), append its
 -- item-done event (config/events.ts; in the same script, so a waiting client sees it at once and
--- no crash can lose it) and return the makespan, else return -1. The app's keys are derived from
+-- no crash can lose it) to the events stream and to the finished stream (item-done events only:
+-- what a waiting client reads, woken once per item) and return the makespan, else return -1. The app's keys are derived from
 -- its stats key (\`<A>stats\`).
 local function finish_item(pending, item, stats, makespans, id, now, queued, maxLen, app)
   redis.call('SREM', queued, id)
@@ -87,9 +88,10 @@ local function finish_item(pending, item, stats, makespans, id, now, queued, max
   table.sort(outs)
   for j, o in ipairs(outs) do outs[j] = cjson.encode(o) end
   local failed = redis.call('HGET', item, 'failed') == '1' and ',"failed":true' or ''
-  redis.call('XADD', base .. 'events', 'MAXLEN', '~', maxLen, '*', 'json',
-    '{"type":"item-done","app":' .. cjson.encode(app) .. ',"item":' .. cjson.encode(itemId) .. ',"makespanMs":' .. ms ..
-    ',"outputs":[' .. table.concat(outs, ',') .. ']' .. failed .. ',"ts":' .. now .. '}')
+  local ev = '{"type":"item-done","app":' .. cjson.encode(app) .. ',"item":' .. cjson.encode(itemId) .. ',"makespanMs":' .. ms ..
+    ',"outputs":[' .. table.concat(outs, ',') .. ']' .. failed .. ',"ts":' .. now .. '}'
+  redis.call('XADD', base .. 'events', 'MAXLEN', '~', maxLen, '*', 'json', ev)
+  redis.call('XADD', base .. 'finished', 'MAXLEN', '~', maxLen, '*', 'json', ev)
   return ms
 end
 `;

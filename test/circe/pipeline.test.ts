@@ -124,6 +124,13 @@ describe('circe pipeline (in-process runners, real Redis)', function () {
     expect(readFileSync(join(out, '1x_c.txt'), 'utf8')).to.equal('x\na\nb\nc\n');
     expect(readdirSync(out)).to.deep.equal(['1x_c.txt']);
     expect(await rig.client.exists(k.blob('replayed'))).to.equal(0);
+    // One item-done event for the item, in the finished stream (what waiting clients read) as in
+    // the events stream: the suppressed copy added none.
+    const doneJson = async (key: string): Promise<string[]> => (await rig.client.xrange(key, '-', '+')).map(([, f]) => f[1]!).filter((j) => j.includes('"item-done"') && j.includes('"item":"1x"'));
+    const finished = await doneJson(k.finished);
+    expect(finished).to.have.length(1);
+    expect(await doneJson(k.events)).to.deep.equal(finished);
+    expect((await rig.client.xrange(k.finished, '-', '+')).every(([, f]) => f[1]!.includes('"item-done"'))).to.equal(true);
     await sinkQueue.close();
   });
 

@@ -16,19 +16,12 @@
 // differences gave 0-24 ms per MiB, median 20 ms, where camera's items took 4-9 ms more than the empty hop.
 // The same items also give the runners' CPU per byte (this process's CPU per item, large less
 // small): the model charges it to a node's CPU quota, which the task probe's tiny items miss.
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { configureApp } from '../../circe/queue/settings.js';
-import { teardownAppKeys } from '../../circe/queue/teardown.js';
-import { appKeys } from '../../circe/queue/keys.js';
 import { INLINE_MAX } from '../../circe/queue/naming.js';
-import { submitItems } from '../../circe/home/source.js';
-import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
-import { writeScratchApp } from './scratch-app.js';
 import { ProbeRound } from './round.js';
-import { removeScratch, scratchDir } from './scratch-dir.js';
+import { withScratchRun } from './scratch-run.js';
 
 export interface LocalHopCost {
   /** Seconds per byte a same-node hop takes beyond the empty one (>= 0). */
@@ -91,40 +84,24 @@ export function perByteFromGaps(pairs: Array<{ big: number; small: number }>, bi
  */
 export async function measureLocalHop(redis: Redis, prefix: string, node: string, pairs = 4, bytes = LOCAL_HOP_BYTES, round = new ProbeRound()): Promise<LocalHopCost | undefined> {
   if (bytes <= INLINE_MAX) throw new Error(`the local hop probe's payload must exceed INLINE_MAX (${INLINE_MAX} bytes)`);
-  const dir = await scratchDir('hopprobe');
-  const name = `hopprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
-  const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];
-  const label = `app ${prefix}${name}`;
-  // The probe's own commands go over the round's connection too: on `redis` (which never gives up
-  // a command) a probe waited for a Redis gone mid-round, and so did its runner's Python worker.
-  const own = conns[0]!;
-  const runners: TaskRunner[] = [];
-  try {
-    const app = await writeScratchApp(join(dir, name), [
+  return withScratchRun({
+    redis, prefix, node, round, kind: 'hopprobe',
+    tasks: [
       { name: 'make', children: ['take'], script: MAKE },
       { name: 'take', children: ['home'], script: TAKE },
-    ]);
-    round.made(label, (r) => teardownAppKeys(r, prefix, name));
-    await round.guard(configureApp(own, prefix, app.name, { dataPath: 'direct' }));
-    const shared = { redis: own, workerRedis: conns[1]! };
-    for (const task of app.tasks) {
-      runners.push(await round.opened(TaskRunner.start({ app, task, node, redisUrl: '', prefix, workDir: join(dir, 'work', task.name), dataDir: join(dir, 'store'), shared }), () => removeScratch(dir)));
-    }
-    const k = appKeys(prefix, app.name);
+    ],
+    settings: { dataPath: 'direct' },
+    runner: (task, dir) => ({ redisUrl: '', workDir: join(dir, 'work', task.name), dataDir: join(dir, 'store') }),
+  }, async ({ own, input, submitAndWait }) => {
     // Per item: the gap, and this process's CPU from the submit until take has finished (the
     // waiting loop's own calls are the same for both sizes but for a few polls).
     const gap = async (i: number, size: number): Promise<{ sec: number; cpuSec: number } | undefined> => {
-      const f = join(dir, `${i}in.txt`);
-      await writeFile(f, `${size}\n`);
+      const f = await input(i, `${size}\n`);
       const c0 = process.cpuUsage();
-      const [it] = await submitItems(own, prefix, app, [f], { runId: 'probe' });
-      const deadline = Date.now() + 10_000;
-      while (!(await own.hexists(k.rt(it!.item), 'take|finish'))) {
-        if (Date.now() > deadline) return undefined;
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      const rt = await submitAndWait(f, 'take', 5);
+      if (!rt) return undefined;
       const c = process.cpuUsage(c0);
-      const [made, taken] = await own.hmget(k.rt(it!.item), 'make|finish', 'take|start');
+      const [made, taken] = await own.hmget(rt, 'make|finish', 'take|start');
       const sec = (Number(taken) - Number(made)) / 1000;
       return Number.isFinite(sec) ? { sec, cpuSec: (c.user + c.system) / 1e6 } : undefined;
     };
@@ -142,13 +119,5 @@ export async function measureLocalHop(redis: Redis, prefix: string, node: string
       secPerByte: perByteFromGaps(got, bytes, SMALL_BYTES), bigGapSec: median(got.map((p) => p.big)), smallGapSec: median(got.map((p) => p.small)), bytes,
       cpuSecPerByte: perByteFromGaps(cpu, bytes, SMALL_BYTES) / 2,
     };
-  } catch {
-    return undefined; // no Python here, or a runner could not start: the model keeps the empty hop
-  } finally {
-    // Together: with Redis gone each close waits CLOSE_GIVE_UP_MS before giving up.
-    await round.closing(Promise.all(runners.map((r) => r.close().catch(() => undefined))));
-    await round.clean(redis, label);
-    await Promise.all(conns.map((c) => round.release(c)));
-    await removeScratch(dir);
-  }
+  });
 }

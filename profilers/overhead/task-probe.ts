@@ -6,21 +6,15 @@
 // trip, is what a fan-out of tens of tasks queues behind.
 // The probe: a one-task scratch app (a no-op Python task whose output goes home), a real
 // TaskRunner in this process on a private key prefix, `items` items one after the other; CPU of
-// this process + the task's Python worker + the Redis server (INFO cpu) per item. Removed after.
-import { writeFile } from 'node:fs/promises';
+// this process + the task's Python worker + the Redis server (INFO cpu) per item. Removed after
+// (scratch-run.ts).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
-import { configureApp } from '../../circe/queue/settings.js';
-import { teardownAppKeys } from '../../circe/queue/teardown.js';
-import { appKeys } from '../../circe/queue/keys.js';
-import { submitItems } from '../../circe/home/source.js';
-import { TaskRunner } from '../../circe/runner/task-runner.js';
 import { median } from './median.js';
-import { writeScratchApp } from './scratch-app.js';
 import { ProbeRound } from './round.js';
-import { removeScratch, scratchDir } from './scratch-dir.js';
+import { withScratchRun } from './scratch-run.js';
 
 export interface TaskCost {
   /** CPU seconds per task (runner + worker + Redis), median of the items after a warm-up. */
@@ -67,21 +61,12 @@ async function redisCpuSec(redis: Redis): Promise<number> {
  * `round`'s (round.ts): abandoning the round ends it.
  */
 export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: string, node: string, items: number, round = new ProbeRound()): Promise<TaskCost | undefined> {
-  const dir = await scratchDir('taskprobe');
-  const name = `taskprobe-${node.replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`;
-  const appDir = join(dir, name);
-  const conns = [round.connect(redis), round.connect(redis, { maxRetriesPerRequest: null })];
-  const label = `app ${prefix}${name}`;
-  // The probe's own commands go over the round's connection too: on `redis` (which never gives up
-  // a command) a probe waited for a Redis gone mid-round, and so did its runner's Python worker.
-  const own = conns[0]!;
-  let runner: TaskRunner | undefined;
-  try {
-    const app = await writeScratchApp(appDir, [{ name: TASK, children: ['home'], script: SCRIPT }]);
-    round.made(label, (r) => teardownAppKeys(r, prefix, name));
-    await round.guard(configureApp(own, prefix, app.name, {}));
-    runner = await round.opened(TaskRunner.start({ app, task: app.tasks[0]!, node, redisUrl, prefix, workDir: join(dir, 'work'), shared: { redis: own, workerRedis: conns[1]! } }), () => removeScratch(dir));
-    const k = appKeys(prefix, app.name);
+  return withScratchRun({
+    redis, prefix, node, round, kind: 'taskprobe',
+    tasks: [{ name: TASK, children: ['home'], script: SCRIPT }],
+    runner: (_task, dir) => ({ redisUrl, workDir: join(dir, 'work') }),
+  }, async ({ own, runners, input, submitAndWait }) => {
+    const pid = (): number | undefined => runners[0]!.invokerPid;
     const walls: number[] = [];
     // CPU is read over the measured items together: /proc counts in 10 ms ticks.
     let c0 = process.cpuUsage();
@@ -90,29 +75,16 @@ export async function measureTaskCost(redis: Redis, redisUrl: string, prefix: st
     for (let i = 0; i < items + 2; i++) {
       if (i === 2) {
         c0 = process.cpuUsage();
-        w0 = procCpuSec(runner.invokerPid);
+        w0 = procCpuSec(pid());
         r0 = await redisCpuSec(own);
       }
-      const f = join(dir, `${i}in.txt`);
-      await writeFile(f, `probe item ${i}\n`);
+      const f = await input(i, `probe item ${i}\n`);
       const t0 = performance.now();
-      const [it] = await submitItems(own, prefix, app, [f], { runId: 'probe' });
-      const deadline = Date.now() + 10_000;
-      while (!(await own.hexists(k.rt(it!.item), `${TASK}|finish`))) {
-        if (Date.now() > deadline) return undefined;
-        await new Promise((r) => setTimeout(r, 2));
-      }
+      if (!(await submitAndWait(f, TASK, 2))) return undefined;
       if (i >= 2) walls.push((performance.now() - t0) / 1000);
     }
     const c = process.cpuUsage(c0);
-    const cpu = (c.user + c.system) / 1e6 + (procCpuSec(runner.invokerPid) - w0) + ((await redisCpuSec(own)) - r0);
+    const cpu = (c.user + c.system) / 1e6 + (procCpuSec(pid()) - w0) + ((await redisCpuSec(own)) - r0);
     return { cpuSec: cpu / items, wallSec: median(walls) };
-  } catch {
-    return undefined; // no Python here, or the runner could not start: the model keeps the idle probes
-  } finally {
-    if (runner) await round.closing(runner.close());
-    await round.clean(redis, label);
-    await Promise.all(conns.map((c) => round.release(c)));
-    await removeScratch(dir);
-  }
+  });
 }

@@ -1,6 +1,6 @@
 // One persistent python3 process per runner serves every item (no interpreter start per item);
 // in a node host it is forked from the host's fork server (py-forkserver.ts).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -21,6 +21,15 @@ export function pyWorkerPath(): string {
   const found = candidates.find((c) => existsSync(c));
   if (!found) throw new Error(`py_worker.py not found (looked in ${candidates.slice(0, 3).join(', ')}, ...)`);
   return found;
+}
+
+/**
+ * Where `python3` leads (its sys.executable), for callers to ask once: a version manager's shim
+ * (pyenv's is a shell script running ~40 processes) costs more than the interpreter's own start,
+ * once per task otherwise. Throws when python3 cannot be run.
+ */
+export function pythonExecutable(): string {
+  return execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8', timeout: 10_000 }).trim();
 }
 
 interface Pending {

@@ -66,8 +66,8 @@ end
 -- the item's last one, mark the item done, record its makespan (bounded list), append its
 -- item-done event (config/events.ts; in the same script, so a waiting client sees it at once and
 -- no crash can lose it) to the events stream and to the finished stream (item-done events only:
--- what a waiting client reads, woken once per item) and return the makespan, else return -1. The app's keys are derived from
--- its stats key (\`<A>stats\`).
+-- what a waiting client reads, woken once per item) and return the makespan, else return -1.
+-- The app's keys are derived from its stats key (\`<A>stats\`).
 local function finish_item(pending, item, stats, makespans, id, now, queued, maxLen, app)
   redis.call('SREM', queued, id)
   redis.call('SREM', pending, id)

@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 const require = createRequire(import.meta.url);
 const { Command } = require('ioredis') as typeof IORedis;
 
-/** Values at least this large go to the socket as they are; smaller ones are copied as usual. */
+/** Values at least this large go to the socket as they are; smaller ones are SET as usual (one copy costs less than two more writes). */
 export const UNCOPIED_MIN_BYTES = 64 * 1024;
 
 interface Writable {
@@ -26,13 +26,8 @@ class UncopiedCommand extends Command {
     let head = `*${this.args.length + 1}\r\n$${Buffer.byteLength(this.name)}\r\n${this.name}\r\n`;
     for (const arg of this.args) {
       if (Buffer.isBuffer(arg)) {
-        head += `$${arg.length}\r\n`;
-        if (arg.length < UNCOPIED_MIN_BYTES) {
-          socket.write(Buffer.concat([Buffer.from(head), arg]));
-        } else {
-          socket.write(head);
-          socket.write(arg);
-        }
+        socket.write(`${head}$${arg.length}\r\n`);
+        socket.write(arg);
         head = '\r\n';
       } else {
         const s = String(arg);

@@ -10,7 +10,6 @@
 // readiness entry. JavaScript tasks run inside their runner, so they keep a process each.
 // The host's task list is a JSON file (HostFile) the runtime rewrites and signals with SIGHUP
 // when tasks come or go (the reconciler moving tasks between nodes).
-import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -18,6 +17,7 @@ import type { AppSpec, TaskSpec } from '../../config/types.js';
 import { loadApp } from '../../config/app/load.js';
 import { discardPrestarted, prestartInvoker } from '../invoke/invoker.js';
 import { PyForkServer } from '../invoke/py-forkserver.js';
+import { pythonExecutable } from '../invoke/python.js';
 import { connectRedis } from '../queue/connection.js';
 import { appKeys } from '../queue/keys.js';
 import { withScripts } from '../queue/scripts.js';
@@ -40,14 +40,11 @@ export function readHostFile(file: string): HostFile {
   return JSON.parse(readFileSync(file, 'utf8')) as HostFile;
 }
 
-/**
- * Where `python3` leads, asked once for all the host's workers: a version manager's shim (pyenv)
- * is a shell script that costs more than the interpreter's own start, once per task otherwise.
- */
+/** Where `python3` leads, asked once for all the host's workers (pythonExecutable). */
 function resolvePython(log: (msg: string) => void): void {
   if (process.env.JUPITER_PYTHON) return;
   try {
-    const exe = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8', timeout: 10_000 }).trim();
+    const exe = pythonExecutable();
     if (exe) process.env.JUPITER_PYTHON = exe;
   } catch (e) {
     log(`cannot ask python3 where it lives (${(e as Error).message.split('\n')[0]}); each worker starts python3`);

@@ -7,9 +7,9 @@
 // every two records, then the median intercept): live items carry stalls that have nothing to do
 // with their size (a GC pause, a scheduling delay on a loaded machine), and by least squares one
 // item of twelve held up 300 ms halves the fitted slope of a 4-ms/KB task (a CI run fitted 2.73
-// ms/KB to one). Both coefficients >= 0
-// (a negative slope falls back to the mean); the window is the newest `window` records not older
-// than `maxAgeMs`, so a node that got busy shifts its model within that many items.
+// ms/KB to one). Both coefficients >= 0 (a negative slope falls back to the mean); the window is
+// the newest `window` records not older than `maxAgeMs`, so a node that got busy shifts its model
+// within that many items.
 // Error: root mean square of the residuals, relative to the mean time (0.1 = 10%).
 // Blend with the profile: weight n / (n + priorWeight) on the model, so one record does not
 // overrule the profile but ten nearly do.

@@ -213,7 +213,6 @@ function smoothLink(rounds: LinkProfile[]): LinkProfile {
   return { ...last, latencySec: median(rounds.map((r) => r.latencySec)), bandwidthBytesPerSec: median(rounds.map((r) => r.bandwidthBytesPerSec)), samples: rounds.reduce((a, r) => a + r.samples, 0), windowFrom: rounds[0]!.windowFrom };
 }
 
-
 export class OverheadProber {
   private timer?: NodeJS.Timeout;
   private readonly early: NodeJS.Timeout[] = [];

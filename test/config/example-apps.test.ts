@@ -3,7 +3,7 @@
 // exactly the anomalies planted in its sample inputs; the camera app delivers exactly its
 // expected.json and refuses a corrupted frame.
 import { expect } from 'chai';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -12,6 +12,7 @@ import { loadApp } from '../../config/app/load.js';
 import { jobPrefix } from '../../config/app/job.js';
 import { HOME, type AppSpec, type TaskSpec } from '../../config/types.js';
 import { appsDir } from '../support/paths.js';
+import { pythonExecutable } from '../../circe/invoke/python.js';
 
 type Invoke = (t: TaskSpec, inputs: string[], pathin: string, pathout: string) => Promise<string[]>;
 
@@ -23,9 +24,8 @@ names = json.loads(sys.argv[2])
 print(json.dumps(m.task(names[0] if len(names) == 1 else names, sys.argv[3], sys.argv[4])))
 `;
 
-// The interpreter `python3` names, resolved once (as node hosts do): where `python3` is a version
-// manager's shim (pyenv's runs ~40 processes), every task would pay for it again.
-const PYTHON = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim() || 'python3';
+// The interpreter `python3` names, resolved once as node hosts do (a shim would cost every task).
+const PYTHON = pythonExecutable() || 'python3';
 
 const invokePython: Invoke = (t, inputs, pathin, pathout) =>
   new Promise((resolve, reject) => {

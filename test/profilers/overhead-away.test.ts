@@ -66,7 +66,7 @@ describe('profilers: an overhead probe round with Redis gone', function () {
   // The probes' scratch folders (runners' work, Python workers) must all be gone at the end.
   ownTempFolder(async () => {
     // stop() returns at once; the abandoned probe then closes its runner and removes its folder
-    // (task-probe.ts finally): given time to, as an agent's process would have.
+    // (scratch-run.ts finally): given time to, as an agent's process would have.
     // The test Redis keeps its folder (jupiter-redis-*) until its stop below.
     const probes = (): string[] => readdirSync(tmpdir()).filter((n) => /^jupiter-(taskprobe|hopprobe|overhead)-/.test(n));
     await until(() => probes().length === 0 && ['gone'], 60_000, "the probes' scratch folders to be removed").catch(() => undefined);

@@ -30,6 +30,7 @@ interface Report {
   failures: number;
   pending: number;
   seconds: Record<string, number>;
+  failed?: Array<{ title: string; file: string; error: string }>;
 }
 
 interface LaneResult extends Report {
@@ -140,6 +141,10 @@ async function main(): Promise<void> {
     console.log(`run-suite: times written to ${relative(repoRoot, timesFile)}`);
   }
   console.log(`run-suite: ${results.map((r) => `${r.name} ${r.wallSec} s (${r.passes} passed, ${r.failures} failed)`).join('; ')}; the lanes started ${startedSec} s into phase 1`);
+  // Failures again at the end: each lane's own list is far up in a long log.
+  for (const r of results) {
+    for (const f of r.failed ?? []) console.log(`run-suite: FAILED in ${r.name}: ${f.file}: ${f.title}\n${f.error.replace(/^/gm, '    ')}`);
+  }
   const sum = (k: 'passes' | 'failures' | 'pending'): number => results.reduce((s, r) => s + r[k], 0);
   if (sum('pending') > 0) console.log(`${sum('pending')} skipped`);
   console.log(`${sum('passes')} passed, ${sum('failures')} failed`);

@@ -127,10 +127,10 @@ export function getBlob(endpoint: string, id: string, opts: FetchOptions): Promi
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer from ${endpoint} within ${opts.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
-    req.on('error', (e) => {
-      tail();
-      reject(e);
-    });
+    // A failed attempt does not release the lane itself: the fetch that made it first looks
+    // whether the node is dead (plane.ts), so that the next fetch in the lane does not wait out
+    // the same silence.
+    req.on('error', reject);
     req.end();
   });
 }

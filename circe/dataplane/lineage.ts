@@ -29,8 +29,11 @@ import { pipeline } from '../queue/pipeline.js';
 
 /** A request for a re-run is not repeated within this long (the re-runner may be starting). */
 export const RERUN_ASK_MS = 15_000;
-/** How often a runner looks for re-run requests of its task. */
+/** How often a runner looks for re-run requests of its task; and while it has found some lately. */
 const POLL_MS = 1000;
+const POLL_BUSY_MS = 100;
+/** How long after the last request found the runner looks at POLL_BUSY_MS (a loss comes in waves: re-runs ask further up). */
+const BUSY_FOR_MS = 5000;
 /** Re-runs one runner has under way at once (each holds its inputs' bytes while it waits for a slot). */
 const MAX_ACTIVE = 4;
 
@@ -184,6 +187,9 @@ export class Reruns {
   private busy?: Promise<void>;
   private stopped = false;
   private active = 0;
+  private again = false;
+  /** When this runner last took a request. */
+  private tookAt = 0;
   readonly stats = { rerun: 0, repointed: 0, failed: 0 };
 
   constructor(private readonly host: RerunHost) {}
@@ -191,12 +197,30 @@ export class Reruns {
   start(): this {
     const tick = (): void => {
       if (this.stopped) return;
-      this.busy = this.drain().catch((e: Error) => this.host.log(`re-run: ${e.message}`)).finally(() => {
-        if (!this.stopped) this.timer = setTimeout(tick, POLL_MS);
+      void this.kick().finally(() => {
+        if (!this.stopped) this.timer = setTimeout(tick, Date.now() - this.tookAt < BUSY_FOR_MS ? POLL_BUSY_MS : POLL_MS);
       });
     };
     this.timer = setTimeout(tick, POLL_MS);
     return this;
+  }
+
+  /**
+   * Take requests now: on each poll, and as each re-run ends. A kick while taking has the taking
+   * go round once more (it may have looked at `active` before that re-run ended).
+   */
+  private kick(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.busy) {
+      this.again = true;
+      return this.busy;
+    }
+    this.again = false;
+    this.busy = this.drain().catch((e: Error) => this.host.log(`re-run: ${e.message}`)).finally(() => {
+      this.busy = undefined;
+      if (this.again) void this.kick();
+    });
+    return this.busy;
   }
 
   private async drain(): Promise<void> {
@@ -205,13 +229,19 @@ export class Reruns {
       if (this.stopped || this.active >= MAX_ACTIVE) return;
       const raw = await redis.lpop(rerunList(keys, task));
       if (!raw) return;
+      this.tookAt = Date.now();
       const { blob, why } = JSON.parse(raw) as { blob: string; why: string };
       const rec = await redis.get(lineageKey(keys, blob));
       if (!rec || !(await redis.exists(keys.blob(blob)))) continue; // taken meanwhile
       const lin = JSON.parse(rec) as LineageRecord;
-      // Re-runs go on in the background beside the task's deliveries (the slots serve both).
+      // Re-runs go on in the background beside the task's deliveries (the slots serve both);
+      // a list of many (a node lost with a backlog: askAhead in plane.ts) drains as they end,
+      // not MAX_ACTIVE per poll.
       this.active++;
-      void this.one(lin, why).finally(() => this.active--);
+      void this.one(lin, why).finally(() => {
+        this.active--;
+        void this.kick();
+      });
     }
   }
 

@@ -10,10 +10,11 @@ import { readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { getuid } from 'node:process';
 import { LINK_TRANSFER_MIN_BYTES, LINK_TRANSFERS_KEPT, type LinkTransfer } from '../../config/link-transfers.js';
-import type { AppKeys } from '../queue/keys.js';
+import { bullKey, type AppKeys } from '../queue/keys.js';
+import type { BundleJob } from '../queue/naming.js';
 import type { PipelineSettings } from '../queue/settings.js';
 import { BlobMissingError, getBlob } from './client.js';
-import { askRerun, nodeDead, pointedNode } from './lineage.js';
+import { askRerun, nodeDead, pointedNode, RERUN_ASK_MS } from './lineage.js';
 import { machineId } from '../runtime/machine.js';
 import { DataServer } from './server.js';
 import { checkBlobId, NodeStore } from './store.js';
@@ -31,6 +32,14 @@ export const DRAIN_MS = 10_000;
 const NOTES_MS = 1000;
 /** One fetch attempt gives up after this long without an answer. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
+/**
+ * A node found dead is taken for dead this long before its heartbeat is looked at again: fetches
+ * meanwhile ask no attempt of it (a machine that is gone answers nothing: each attempt would wait
+ * out ATTEMPT_TIMEOUT_MS) but look where the blob is kept now.
+ */
+const DEAD_TRUST_MS = 3000;
+/** Waiting deliveries looked at when a source is found dead (askAhead). */
+const ASK_AHEAD_MAX = 2000;
 
 /** The deployment's data token: made once per deployment (SET NX), read by every runner. */
 export async function ensureDataToken(redis: Redis, keys: AppKeys): Promise<string> {
@@ -95,6 +104,18 @@ export interface DataPlaneOptions {
   log(msg: string): void;
 }
 
+/** What a fetch is for. */
+export interface FetchFor {
+  /** The asking runner's queue: deliveries waiting there come from the same nodes (askAhead). */
+  queue?: string;
+  /**
+   * The source may well be dead (a lineage re-run fetching the inputs of an invocation whose
+   * outputs were lost): its heartbeat is looked at before the first attempt, which would wait
+   * out ATTEMPT_TIMEOUT_MS on a machine that is gone.
+   */
+  suspect?: boolean;
+}
+
 /** A transfer's place in a source node's lane (DataPlane.place). */
 interface LanePlace {
   readonly src: string;
@@ -119,6 +140,9 @@ export class DataPlane {
   private readonly sites = new Map<string, { dir?: string; at: number }>();
   /** The last transfer queued per source node: transfers from one node go one after another. */
   private readonly lanes = new Map<string, Promise<unknown>>();
+  /** Nodes found dead, with when (DEAD_TRUST_MS); and when each (node, queue) was asked ahead for. */
+  private readonly dead = new Map<string, number>();
+  private readonly askedAhead = new Map<string, number>();
   readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0, reruns: 0 };
 
   /** Transfer records not yet written (batchNotes), and the timer that writes them if nobody does. */
@@ -204,8 +228,8 @@ export class DataPlane {
    * asked to run again (lineage); the re-run points the blob's record at its own node, where the
    * next round finds it.
    */
-  fetch(src: string, blob: string): Promise<Buffer> {
-    return this.fetchIn(this.place(src), src, blob, true);
+  fetch(src: string, blob: string, why: FetchFor = {}): Promise<Buffer> {
+    return this.fetchIn(this.place(src), src, blob, true, why);
   }
 
   /**
@@ -213,15 +237,15 @@ export class DataPlane {
    * before a transfer take different times, and fetches asked together went out of order under
    * load). `lookNear`: whether to look for a readable store first (take() has).
    */
-  private async fetchIn(place: LanePlace, src: string, blob: string, lookNear: boolean): Promise<Buffer> {
+  private async fetchIn(place: LanePlace, src: string, blob: string, lookNear: boolean, why: FetchFor): Promise<Buffer> {
     try {
-      return await this.fetchLoop(place, src, blob, lookNear);
+      return await this.fetchLoop(place, src, blob, lookNear, why);
     } finally {
       place.skip(); // unless used: the fetch ended before its transfer (a near file, an error)
     }
   }
 
-  private async fetchLoop(first: LanePlace, src: string, blob: string, lookNear: boolean): Promise<Buffer> {
+  private async fetchLoop(first: LanePlace, src: string, blob: string, lookNear: boolean, why: FetchFor): Promise<Buffer> {
     const { settings, redis, keys } = this.opts;
     // The patience counts from the asking, so fetches queued behind one that waits out an
     // unreachable node do not each wait the whole patience again.
@@ -229,6 +253,7 @@ export class DataPlane {
     let backoff = 100;
     let last: Error | undefined;
     let asked = false;
+    if (why.suspect && !this.dead.has(src) && (await nodeDead(redis, keys, src).catch(() => false))) this.foundDead(src, why.queue);
     for (let round = 0; ; round++) {
       const near = round > 0 || lookNear ? await this.nearFile(src, blob) : undefined;
       if (near) {
@@ -240,7 +265,7 @@ export class DataPlane {
           // gone meanwhile (swept after a re-run moved it): ask over the network
         }
       }
-      const list = await this.endpointsOf(src, round > 0);
+      const list = (await this.stillDead(src)) ? [] : await this.endpointsOf(src, round > 0);
       let missing = 0;
       // Transfers from one source node go in the order asked, each mostly alone on the link: a
       // runner that fetches ahead gets its next item's bytes at the link's full rate right after
@@ -254,6 +279,8 @@ export class DataPlane {
       const place = round === 0 && from === first.src ? first : this.place(from);
       const got = await place.use(async (release) => {
         for (const ep of list) {
+          // Found dead while this waited its turn in the lane (the fetch before it timed out).
+          if (this.knownDead(from)) break;
           try {
             // Timed inside the lane: the wait for earlier transfers is not the link's time (the
             // previous one's last OVERLAP_MS may still share the link: noise of a few ms).
@@ -266,6 +293,11 @@ export class DataPlane {
             if (e instanceof BlobMissingError) missing++;
           }
         }
+        // No endpoint answered: whether the node is dead is looked up before the lane goes on to
+        // the next fetch from it, which would otherwise wait out the same silence first.
+        if (list.length > 0 && missing < list.length && !this.knownDead(from) && (await nodeDead(redis, keys, from).catch(() => false))) {
+          this.foundDead(from, why.queue);
+        }
         return undefined;
       });
       if (got) {
@@ -275,31 +307,33 @@ export class DataPlane {
       }
       // Every runner of the node answered and none holds it: waiting alone will not bring it back.
       const allMissing = list.length > 0 && missing === list.length;
-      if (allMissing || round > 0) {
+      const knownDead = this.knownDead(src);
+      if (allMissing || round > 0 || knownDead) {
         // A re-run may have moved the blob to another node meanwhile.
         const at = await pointedNode(redis, keys, blob).catch(() => undefined);
         if (at && at !== src) {
-          this.opts.log(`blob ${blob.slice(0, 8)} is now kept on ${at} (was ${src})`);
+          if (!knownDead) this.opts.log(`blob ${blob.slice(0, 8)} is now kept on ${at} (was ${src})`);
           src = at;
           backoff = 100;
           continue;
         }
-        const dead = !allMissing && (await nodeDead(redis, keys, src).catch(() => false));
+        const dead = knownDead || (!allMissing && (await nodeDead(redis, keys, src).catch(() => false)));
+        if (dead && !knownDead) this.foundDead(src, why.queue);
         if (allMissing || dead) {
-          const why = allMissing ? `node ${src} does not hold it` : `node ${src} is dead`;
-          const lineage = await askRerun(redis, keys, blob, why).catch(() => true);
+          const reason = allMissing ? `node ${src} does not hold it` : `node ${src} is dead`;
+          const lineage = await askRerun(redis, keys, blob, reason).catch(() => true);
           if (!lineage && allMissing) throw last!;
           if (lineage && !asked) {
             asked = true;
             this.stats.reruns++;
-            this.opts.log(`blob ${blob.slice(0, 8)}: ${why}; asked its producer to run again (lineage)`);
+            this.opts.log(`blob ${blob.slice(0, 8)}: ${reason}; asked its producer to run again (lineage)`);
           }
         }
       }
       if (Date.now() + backoff > deadline) {
         throw new Error(`could not fetch blob ${blob} from node ${src} within ${settings.fetchPatienceMs} ms: ${last?.message ?? 'no data endpoint registered for that node'}`);
       }
-      if (round === 0 && !allMissing) this.opts.log(`node ${src} unreachable for blob ${blob.slice(0, 8)} (${last?.message ?? 'no endpoint'}); retrying for up to ${settings.fetchPatienceMs / 1000} s`);
+      if (round === 0 && !allMissing && !knownDead) this.opts.log(`node ${src} unreachable for blob ${blob.slice(0, 8)} (${last?.message ?? 'no endpoint'}); retrying for up to ${settings.fetchPatienceMs / 1000} s`);
       this.stats.retries++;
       await new Promise((r) => setTimeout(r, backoff));
       backoff = Math.min(2000, backoff * 2);
@@ -313,7 +347,7 @@ export class DataPlane {
    * may be gone by the time it is copied (a lineage re-run moved the blob): the caller then
    * fetches.
    */
-  async take(src: string, blob: string): Promise<Taken> {
+  async take(src: string, blob: string, why: FetchFor = {}): Promise<Taken> {
     // In src's lane from now, as fetch(): takes asked in order transfer in that order.
     const place = this.place(src);
     try {
@@ -327,10 +361,71 @@ export class DataPlane {
           // no longer there (a re-run moved it): fetched, without looking again
         }
       }
-      return { bytes: await this.fetchIn(place, src, blob, false) };
+      return { bytes: await this.fetchIn(place, src, blob, false, why) };
     } finally {
       place.skip();
     }
+  }
+
+  private knownDead(node: string): boolean {
+    const at = this.dead.get(node);
+    return at !== undefined && Date.now() - at < DEAD_TRUST_MS;
+  }
+
+  /**
+   * Whether a node found dead still is (its heartbeat looked at again once DEAD_TRUST_MS have
+   * passed: a node may come back). Nodes never found dead cost nothing here.
+   */
+  private async stillDead(node: string): Promise<boolean> {
+    if (!this.dead.has(node)) return false;
+    if (this.knownDead(node)) return true;
+    const { redis, keys } = this.opts;
+    if (await nodeDead(redis, keys, node).catch(() => false)) {
+      this.dead.set(node, Date.now());
+      return true;
+    }
+    this.dead.delete(node);
+    return false;
+  }
+
+  /**
+   * `node` is dead: trusted so for DEAD_TRUST_MS, and the producers of what the deliveries
+   * waiting in `queue` would fetch from it are asked to run again now, all at once, instead of
+   * each when the runner gets to it (one after the other, each waiting for its re-run: a node
+   * lost with 40 outputs its receiver had not taken cost ~40 s of re-runs in a row).
+   */
+  private foundDead(node: string, queue: string | undefined): void {
+    this.dead.set(node, Date.now());
+    if (queue === undefined) return;
+    const key = `${node}\u0000${queue}`;
+    const last = this.askedAhead.get(key);
+    if (last !== undefined && Date.now() - last < RERUN_ASK_MS) return;
+    this.askedAhead.set(key, Date.now());
+    void this.askAhead(node, queue).catch((e: Error) => this.opts.log(`asking ahead for re-runs of what ${node} kept: ${e.message}`));
+  }
+
+  /**
+   * Ask re-runs for the blobs kept on `node` that deliveries waiting in `queue` reference (the
+   * oldest ASK_AHEAD_MAX jobs: BullMQ's wait list, whose right end is taken first, and each
+   * job's `data` field; a layout QUIET in scripts.ts relies on too).
+   */
+  private async askAhead(node: string, queue: string): Promise<void> {
+    const { redis, keys } = this.opts;
+    const ids = await redis.lrange(bullKey(keys, queue, 'wait'), -ASK_AHEAD_MAX, -1);
+    if (ids.length === 0) return;
+    const res = (await ids.reduce((p, id) => p.hget(bullKey(keys, queue, id), 'data'), pipeline(redis)).exec()) ?? [];
+    const blobs = new Set<string>();
+    for (const [err, raw] of res) {
+      if (err || typeof raw !== 'string') continue;
+      try {
+        for (const d of (JSON.parse(raw) as BundleJob).d) if (d.src === node) blobs.add(d.blob);
+      } catch {
+        // not one of ours
+      }
+    }
+    let asked = 0;
+    for (const blob of blobs) if (await askRerun(redis, keys, blob, `node ${node} is dead (asked ahead)`)) asked++;
+    if (asked > 0) this.opts.log(`node ${node} is dead: asked ahead for re-runs of ${asked} blob(s) that deliveries waiting in ${queue} need`);
   }
 
   /** The path of blob's file in node src's store when this process can read that store. */

@@ -189,7 +189,7 @@ export class Sink {
    */
   private async writeKept(d: Delivery, owner: string): Promise<void> {
     const plane = await this.dataPlane();
-    const got = await plane.take(d.src!, d.blob);
+    const got = await plane.take(d.src!, d.blob, { queue: SINK_QUEUE });
     if (got.file !== undefined) {
       const dest = outputPath(this.opts.outputDir, d.item, d.name, owner);
       await mkdir(dirname(dest), { recursive: true });

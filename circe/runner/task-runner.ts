@@ -36,7 +36,7 @@ import { addEvent } from '../queue/events.js';
 import { failDelivery, failJob, stalledOut, type FailureContext, type StoredInput } from '../queue/failures.js';
 import { appKeys, type AppKeys } from '../queue/keys.js';
 import { blobIdFor, BUNDLE_MAX, INLINE_MAX, type BundleJob } from '../queue/naming.js';
-import { DataPlane, defaultDataRoot } from '../dataplane/plane.js';
+import { DataPlane, defaultDataRoot, type FetchFor } from '../dataplane/plane.js';
 import { releaseBody } from '../dataplane/client.js';
 import { defineLineage, lineageCall, lineageInputs, Reruns, type LineageCall, type LineageRecord } from '../dataplane/lineage.js';
 import { requeueHeldJobs } from '../queue/requeue.js';
@@ -329,7 +329,7 @@ export class TaskRunner {
           // Direct path: inputs kept on other nodes come over here before a slot is taken, so
           // the next item's transfer overlaps this one's run.
           const t0 = nowMs();
-          pairs = await this.fetchInputs(pairs);
+          pairs = await this.fetchInputs(pairs, { queue: this.opts.task.name });
           if (h.d.src) this.meanFetchMs = 0.8 * this.meanFetchMs + 0.2 * (nowMs() - t0);
         } catch (e) {
           await this.fail(h, e instanceof Error ? e : new Error(String(e)));
@@ -347,12 +347,12 @@ export class TaskRunner {
   }
 
   /** Inputs whose bytes another node keeps (direct path), fetched from there. */
-  private async fetchInputs(pairs: InputPair[]): Promise<InputPair[]> {
+  private async fetchInputs(pairs: InputPair[], why: FetchFor = {}): Promise<InputPair[]> {
     if (!pairs.some((p) => p.inp.src)) return pairs;
     const plane = await this.readerPlane();
     return Promise.all(pairs.map(async (p) => {
       if (!p.inp.src) return p;
-      const got = await plane.take(p.inp.src, p.inp.blob);
+      const got = await plane.take(p.inp.src, p.inp.blob, why);
       // A lineage re-run may have made the bytes anew: their size is what was fetched.
       if (got.file !== undefined) return { inp: { ...p.inp, size: got.size }, bytes: Buffer.alloc(0), file: got.file };
       return { inp: { ...p.inp, size: got.bytes.length }, bytes: got.bytes };
@@ -384,7 +384,7 @@ export class TaskRunner {
    * its outputs go to this node's store and nowhere else. Returns the blobs it kept.
    */
   private async rerun(rec: LineageRecord): Promise<string[]> {
-    const pairs = await this.fetchInputs(await lineageInputs(this.redis, this.keys, rec));
+    const pairs = await this.fetchInputs(await lineageInputs(this.redis, this.keys, rec), { suspect: true });
     await this.slotGate.take();
     const slot = this.slots.find((s) => !s.busy)!;
     slot.busy = true;

@@ -7,6 +7,7 @@
 // that is alive but lost a file (a store wiped) gets the same treatment.
 import { expect } from 'chai';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { circeSuite } from '../support/circe-suite.js';
 import { writeChainApp, writeItems } from '../support/faults.js';
@@ -19,6 +20,23 @@ import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems } fr
 const PREFIX = 'jl:';
 const N = 6;
 const BODY = 'x'.repeat(8000); // over INLINE_MAX: every file between tasks stays on its node
+
+/** A TCP endpoint that takes connections and never answers (a machine gone behind a firewall that still accepts). */
+async function silentEndpoint(): Promise<{ address: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }),
+  };
+}
 
 describe('circe lineage: outputs lost with their node are made again (direct path, real Redis)', function () {
   this.timeout(90_000);
@@ -79,12 +97,39 @@ describe('circe lineage: outputs lost with their node are made again (direct pat
     await expectExactlyOnce(app, items, out);
     const text = logs.join('\n');
     expect(text).to.match(/t2@n2: blob \w+: node n0 is dead; asked its producer to run again/);
+    // The first fetch that found n0 dead asked for the rest of t2's waiting deliveries at once.
+    expect(text).to.match(/t2@n2: node n0 is dead: asked ahead for re-runs of \d+ blob\(s\) that deliveries waiting in t2 need/);
     expect(text).to.match(/t1@n4: blob \w+: node n0 is dead; asked its producer to run again/);
     expect(text).to.match(/t0@n3: re-ran t0 for item \d+l: 1 output\(s\) now kept on n3/);
     expect(text).to.match(/t1@n4: re-ran t1 for item \d+l: 1 output\(s\) now kept on n4/);
     // Each task counted one run per item: re-runs are not commits.
     expect(Number(await rig.client.hget(k.stats, 'processed:t0'))).to.equal(N);
     expect(Number(await rig.client.hget(k.stats, 'processed:t2'))).to.equal(N);
+  });
+
+  it('a node that answers nothing (the machine is gone, not just its processes): no attempt waits on it once it is known dead', async () => {
+    const { app, runner, items, files, out, logs } = await setUp();
+    for (const n of ['n0', 'n2', 'n3', 'n4']) await alive(n);
+    const t0 = await runner('t0', 'n0');
+    const t1 = await runner('t1', 'n0');
+    await submitItems(rig.client, PREFIX, app, files, { runId: 'lin' });
+    const k = appKeys(PREFIX, app.name);
+    for (let i = 0; i < 200 && Number(await rig.client.hget(k.stats, 'processed:t1')) < N; i++) await new Promise((r) => setTimeout(r, 50));
+    await Promise.all([t0.close(), t1.close()]);
+    rmSync(join(rig.work, 'stores', 'n0'), { recursive: true, force: true });
+    await rig.client.del(redisKeys(PREFIX).node('n0'));
+    // n0's endpoint now takes connections and never answers: each attempt waits out its timeout.
+    const silent = await silentEndpoint();
+    closables.push(silent);
+    await rig.client.del(k.dataNodes('n0'));
+    await rig.client.hset(k.dataNodes('n0'), silent.address, String(Date.now()));
+    const t = Date.now();
+    closables.push(await runner('t0', 'n3'), await runner('t1', 'n4'), await runner('t2', 'n2'));
+    await expectExactlyOnce(app, items, out).catch((e) => { console.log(logs.map((l) => l.slice(0, 160)).join('\n')); throw e; });
+    // Each attempt on the silent endpoint waits 10 s: one per item (6, one after the other in
+    // n0's lane) would take a minute; once n0 is known dead, fetches look where the blob is now.
+    console.log(`      ${N} items recovered in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    expect(logs.filter((l) => /^t2@n2: .*unreachable/.test(l)).length).to.be.at.most(1);
   });
 
   it('a live node that lost a file (its store wiped) answers "not here": the producer runs again there', async () => {

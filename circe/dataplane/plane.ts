@@ -38,8 +38,9 @@ const ATTEMPT_TIMEOUT_MS = 10_000;
  * out ATTEMPT_TIMEOUT_MS) but look where the blob is kept now.
  */
 const DEAD_TRUST_MS = 3000;
-/** Waiting deliveries looked at when a source is found dead (askAhead). */
-const ASK_AHEAD_MAX = 2000;
+/** Waiting jobs looked at when a source is found dead (askAhead), and how many per Redis call (bounded memory: a job may carry 64 inline files). */
+const ASK_AHEAD_MAX = 1000;
+const ASK_AHEAD_CHUNK = 100;
 
 /** The deployment's data token: made once per deployment (SET NX), read by every runner. */
 export async function ensureDataToken(redis: Redis, keys: AppKeys): Promise<string> {
@@ -412,15 +413,18 @@ export class DataPlane {
   private async askAhead(node: string, queue: string): Promise<void> {
     const { redis, keys } = this.opts;
     const ids = await redis.lrange(bullKey(keys, queue, 'wait'), -ASK_AHEAD_MAX, -1);
-    if (ids.length === 0) return;
-    const res = (await ids.reduce((p, id) => p.hget(bullKey(keys, queue, id), 'data'), pipeline(redis)).exec()) ?? [];
     const blobs = new Set<string>();
-    for (const [err, raw] of res) {
-      if (err || typeof raw !== 'string') continue;
-      try {
-        for (const d of (JSON.parse(raw) as BundleJob).d) if (d.src === node) blobs.add(d.blob);
-      } catch {
-        // not one of ours
+    // Oldest first (the right end): those the runner takes next.
+    ids.reverse();
+    for (let i = 0; i < ids.length; i += ASK_AHEAD_CHUNK) {
+      const res = (await ids.slice(i, i + ASK_AHEAD_CHUNK).reduce((p, id) => p.hget(bullKey(keys, queue, id), 'data'), pipeline(redis)).exec()) ?? [];
+      for (const [err, raw] of res) {
+        if (err || typeof raw !== 'string') continue;
+        try {
+          for (const d of (JSON.parse(raw) as BundleJob).d) if (d.src === node) blobs.add(d.blob);
+        } catch {
+          // not one of ours
+        }
       }
     }
     let asked = 0;

@@ -220,7 +220,9 @@ export function faultsDirectSuite(rig: () => TestbedRig | undefined, middle?: ()
       // What node2 kept for t2 was made again (the new t1's log says how often).
       const logs = (await box!.ok(['logs', APP, 't1'], { env: env() })).stdout;
       const rerun = [...logs.matchAll(/re-ran t1 for item/g)].length;
-      console.log(`      lineage: t1 re-ran ${rerun} invocation(s) whose outputs were lost with node2`);
+      const t2log = (await box!.ok(['logs', APP, 't2'], { env: env() })).stdout;
+      const ahead = /asked ahead for re-runs of (\d+) blob/.exec(t2log)?.[1] ?? '0';
+      console.log(`      lineage: t1 re-ran ${rerun} invocation(s) whose outputs were lost with node2 (t2 asked for ${ahead} of them ahead)`);
       expect(rerun).to.be.greaterThan(0);
     });
   });

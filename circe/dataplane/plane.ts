@@ -319,7 +319,7 @@ export class DataPlane {
           continue;
         }
         const dead = knownDead || (!allMissing && (await nodeDead(redis, keys, src).catch(() => false)));
-        if (dead && !knownDead) this.foundDead(src, why.queue);
+        if (dead) this.foundDead(src, why.queue);
         if (allMissing || dead) {
           const reason = allMissing ? `node ${src} does not hold it` : `node ${src} is dead`;
           const lineage = await askRerun(redis, keys, blob, reason).catch(() => true);
@@ -391,12 +391,14 @@ export class DataPlane {
 
   /**
    * `node` is dead: trusted so for DEAD_TRUST_MS, and the producers of what the deliveries
-   * waiting in `queue` would fetch from it are asked to run again now, all at once, instead of
+   * waiting in `queue` would fetch from it are asked to run again now (once per node and queue
+   * per RERUN_ASK_MS, whoever found it dead first), all at once, instead of
    * each when the runner gets to it (one after the other, each waiting for its re-run: a node
    * lost with 40 outputs its receiver had not taken cost ~40 s of re-runs in a row).
    */
   private foundDead(node: string, queue: string | undefined): void {
-    this.dead.set(node, Date.now());
+    // Trusted from the lookup that found it (not renewed by fetches that only knew it).
+    if (!this.knownDead(node)) this.dead.set(node, Date.now());
     if (queue === undefined) return;
     const key = `${node}\u0000${queue}`;
     const last = this.askedAhead.get(key);

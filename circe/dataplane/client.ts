@@ -29,6 +29,8 @@ export interface FetchOptions {
    * time, not in bytes: on a slow link two transfers share it for a moment only.
    */
   onTail?: () => void;
+  /** Ends the attempt early (the node was found dead meanwhile). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -77,7 +79,7 @@ export function getBlob(endpoint: string, id: string, opts: FetchOptions): Promi
   return new Promise<Buffer>((resolve, reject) => {
     const req = request({
       host: endpoint.slice(0, colon), port: Number(endpoint.slice(colon + 1)), path: `/blob/${id}`, method: 'GET', agent,
-      headers: { authorization: `Bearer ${opts.token}` }, timeout: opts.timeoutMs,
+      headers: { authorization: `Bearer ${opts.token}` }, timeout: opts.timeoutMs, signal: opts.signal,
     }, (res) => {
       const length = Number(res.headers['content-length']);
       if (res.statusCode === 200 && Number.isSafeInteger(length) && length >= 0) {

@@ -38,6 +38,12 @@ const ATTEMPT_TIMEOUT_MS = 10_000;
  * out ATTEMPT_TIMEOUT_MS) but look where the blob is kept now.
  */
 const DEAD_TRUST_MS = 3000;
+/**
+ * While an attempt waits this long and more, the node's heartbeat is looked at every as long:
+ * a node found dead ends the attempt (a machine that went silent mid-stream would otherwise cost
+ * the whole ATTEMPT_TIMEOUT_MS before anyone looks).
+ */
+const ALIVE_CHECK_MS = 1000;
 /** Waiting jobs looked at when a source is found dead (askAhead), and how many per Redis call (bounded memory: a job may carry 64 inline files). */
 const ASK_AHEAD_MAX = 1000;
 const ASK_AHEAD_CHUNK = 100;
@@ -286,9 +292,15 @@ export class DataPlane {
             // Timed inside the lane: the wait for earlier transfers is not the link's time (the
             // previous one's last OVERLAP_MS may still share the link: noise of a few ms).
             const t0 = performance.now();
-            const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS, onTail: release });
-            this.noteTransfer(from, bytes.length, (performance.now() - t0) / 1000);
-            return bytes;
+            const stop = new AbortController();
+            const watch = setInterval(() => void this.abortIfDead(from, why, stop), ALIVE_CHECK_MS);
+            try {
+              const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS, onTail: release, signal: stop.signal });
+              this.noteTransfer(from, bytes.length, (performance.now() - t0) / 1000);
+              return bytes;
+            } finally {
+              clearInterval(watch);
+            }
           } catch (e) {
             last = e as Error;
             if (e instanceof BlobMissingError) missing++;
@@ -365,6 +377,15 @@ export class DataPlane {
       return { bytes: await this.fetchIn(place, src, blob, false, why) };
     } finally {
       place.skip();
+    }
+  }
+
+  /** During a long attempt on `node`: end it if the node is dead by now. */
+  private async abortIfDead(node: string, why: FetchFor, stop: AbortController): Promise<void> {
+    if (stop.signal.aborted) return;
+    if (this.knownDead(node) || (await nodeDead(this.opts.redis, this.opts.keys, node).catch(() => false))) {
+      this.foundDead(node, why.queue);
+      stop.abort(new Error(`node ${node} is dead (its agent's heartbeat expired)`));
     }
   }
 

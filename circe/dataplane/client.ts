@@ -31,6 +31,8 @@ export interface FetchOptions {
   onTail?: () => void;
   /** Ends the attempt early (the node was found dead meanwhile). */
   signal?: AbortSignal;
+  /** Called as bytes come in (the caller tells a stalled attempt from a slow one). */
+  onData?: () => void;
 }
 
 /**
@@ -98,6 +100,7 @@ export function getBlob(endpoint: string, id: string, opts: FetchOptions): Promi
           }
           c.copy(body, n);
           n += c.length;
+          opts.onData?.();
           // The rate counts from the asking: an estimate on the slow side, so the tail starts early rather than late.
           if (!tailSaid && (length - n) * (performance.now() - asked) <= OVERLAP_MS * n) tail();
         });

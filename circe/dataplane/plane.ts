@@ -39,9 +39,10 @@ const ATTEMPT_TIMEOUT_MS = 10_000;
  */
 const DEAD_TRUST_MS = 3000;
 /**
- * While an attempt waits this long and more, the node's heartbeat is looked at every as long:
- * a node found dead ends the attempt (a machine that went silent mid-stream would otherwise cost
- * the whole ATTEMPT_TIMEOUT_MS before anyone looks).
+ * An attempt that received nothing for this long has its node's heartbeat looked at (and again
+ * after each such stretch): a node found dead ends the attempt (a machine that went silent would
+ * otherwise cost the whole ATTEMPT_TIMEOUT_MS before anyone looks). Bytes still coming in are
+ * taken, even from a node whose heartbeat expired (cut off from Redis, not from us).
  */
 const ALIVE_CHECK_MS = 1000;
 /** Waiting jobs looked at when a source is found dead (askAhead), and how many per Redis call (bounded memory: a job may carry 64 inline files). */
@@ -293,9 +294,13 @@ export class DataPlane {
             // previous one's last OVERLAP_MS may still share the link: noise of a few ms).
             const t0 = performance.now();
             const stop = new AbortController();
-            const watch = setInterval(() => void this.abortIfDead(from, why, stop), ALIVE_CHECK_MS);
+            let came = false;
+            const watch = setInterval(() => {
+              if (!came) void this.abortIfDead(from, why, stop);
+              came = false;
+            }, ALIVE_CHECK_MS);
             try {
-              const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS, onTail: release, signal: stop.signal });
+              const bytes = await getBlob(ep, blob, { token: this.token, maxBytes: settings.maxBlobBytes, timeoutMs: ATTEMPT_TIMEOUT_MS, onTail: release, signal: stop.signal, onData: () => (came = true) });
               this.noteTransfer(from, bytes.length, (performance.now() - t0) / 1000);
               return bytes;
             } finally {

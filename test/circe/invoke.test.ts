@@ -1,10 +1,11 @@
 import { expect } from 'chai';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInvoker } from '../../circe/invoke/invoker.js';
 import { runHelper } from '../../circe/invoke/helper.js';
 import { fixtureAppDir, specOf } from './support.js';
+import { processCmdlines } from '../support/procs.js';
 
 describe('circe invoker', function () {
   this.timeout(20_000);
@@ -108,13 +109,7 @@ describe('circe invoker', function () {
     const err = await createInvoker(app, t).then(() => undefined, (e: Error) => e);
     expect(err?.message).to.match(/cannot import task bad.*ModuleNotFoundError/);
     // Its interpreter does not stay behind waiting for calls nobody will make.
-    const left = (): string[] => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(join(dir, 'scripts'));
-      } catch {
-        return false;
-      }
-    });
+    const left = (): number[] => processCmdlines().filter((p) => p.cmd.includes(join(dir, 'scripts'))).map((p) => p.pid);
     for (let i = 0; i < 50 && left().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(left()).to.deep.equal([]);
   });

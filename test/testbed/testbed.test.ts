@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import { CliSandbox, sleep } from '../support/faults.js';
 import { appsDir } from '../support/paths.js';
+import { processCmdlines } from '../support/procs.js';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import { expectedDummyOutputs } from '../e2e/oracle.js';
@@ -65,13 +66,7 @@ function leftovers(state: TestbedState, dir: string): string[] {
   out.push(...sh('ip', ['-o', 'link']).split('\n').filter((l) => l.includes(tag)).map((l) => `link ${l.slice(0, 60)}`));
   out.push(...sh('tc', ['qdisc', 'show']).split('\n').filter((l) => l.includes(tag)).map((l) => `qdisc ${l}`));
   out.push(...sh('iptables-save', []).split('\n').filter((l) => l.includes(tag)).map((l) => `iptables ${l}`));
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    let cmd = '';
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-    } catch {
-      continue;
-    }
+  for (const { pid, cmd } of processCmdlines()) {
     if (cmd.includes(`/run/${tag}`) || cmd.includes(`/var/lib/${tag}`) || cmd.includes(dir)) out.push(`process ${pid}: ${cmd.slice(0, 100)}`);
   }
   for (const d of [state.runRoot, state.dataRoot, dir]) if (existsSync(d)) out.push(`folder ${d}`);

@@ -153,7 +153,7 @@ export async function askRerun(redis: Redis, keys: AppKeys, blob: string, why: s
   if (!raw) return false;
   const rec = JSON.parse(raw) as LineageRecord;
   if ((await redis.set(askedKey(keys, blob), why, 'PX', RERUN_ASK_MS, 'NX')) === 'OK') {
-    await redis.rpush(rerunList(keys, rec.task), JSON.stringify({ blob, why, at: Date.now() }));
+    await redis.rpush(rerunList(keys, rec.task), JSON.stringify({ blob, why, at: Date.now(), node: rec.node }));
   }
   return true;
 }
@@ -179,8 +179,9 @@ export interface RerunHost {
 
 /**
  * Takes the re-run requests of one task (one runner of it at a time takes each). A request whose
- * blob is gone (its receivers were served meanwhile) or already points at a live producer that
- * holds it is still re-run; that costs one invocation, never a duplicate at the sink.
+ * blob is gone (its receivers were served meanwhile) or was made again since it was asked for (its
+ * record names another node now) is dropped; any other is re-run, even one for a blob that a live
+ * producer still holds, which costs one invocation, never a duplicate at the sink.
  */
 export class Reruns {
   private timer?: NodeJS.Timeout;
@@ -230,10 +231,13 @@ export class Reruns {
       const raw = await redis.lpop(rerunList(keys, task));
       if (!raw) return;
       this.tookAt = Date.now();
-      const { blob, why } = JSON.parse(raw) as { blob: string; why: string };
+      const { blob, why, node } = JSON.parse(raw) as { blob: string; why: string; node?: string };
       const rec = await redis.get(lineageKey(keys, blob));
       if (!rec || !(await redis.exists(keys.blob(blob)))) continue; // taken meanwhile
       const lin = JSON.parse(rec) as LineageRecord;
+      // Made again since it was asked for (asked twice: ahead and by the fetch that got to it
+      // after RERUN_ASK_MS; the record now names the node of that re-run).
+      if (node !== undefined && lin.node !== node) continue;
       // Re-runs go on in the background beside the task's deliveries (the slots serve both);
       // a list of many (a node lost with a backlog: askAhead in plane.ts) drains as they end,
       // not MAX_ACTIVE per poll.

@@ -15,7 +15,6 @@
 // BENCH_TIMEOUT_S (240: a case that has not finished by then is reported as such),
 // BENCH_RESULTS (bench/results/recovery.json).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +27,7 @@ import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems } fr
 import { connectRedis } from '../../circe/queue/connection.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { renderTable } from '../../orchestrator/report/table.js';
+import { silentEndpoint } from '../../test/support/silent-endpoint.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const K = Number(process.env.BENCH_ITEMS ?? 40);
@@ -68,23 +68,6 @@ function writeApp(parent: string): string {
   writeFileSync(join(dir, 'scripts', 'config.json'), JSON.stringify({ taskname_map: map, exec_profiler: Object.fromEntries(names.map((t) => [t, false])) }));
   writeFileSync(join(dir, 'sample_input', '0s.txt'), 'sample\n');
   return dir;
-}
-
-/** A TCP endpoint that takes connections and never answers. */
-async function silentEndpoint(): Promise<{ address: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server = createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => undefined);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    }),
-  };
 }
 
 async function alive(redis: Redis, node: string): Promise<void> {

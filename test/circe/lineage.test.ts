@@ -7,9 +7,9 @@
 // that is alive but lost a file (a store wiped) gets the same treatment.
 import { expect } from 'chai';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { circeSuite } from '../support/circe-suite.js';
+import { silentEndpoint } from '../support/silent-endpoint.js';
 import { writeChainApp, writeItems } from '../support/faults.js';
 import { loadApp } from '../../config/app/load.js';
 import { redisKeys } from '../../config/redis-keys.js';
@@ -20,23 +20,6 @@ import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems } fr
 const PREFIX = 'jl:';
 const N = 6;
 const BODY = 'x'.repeat(8000); // over INLINE_MAX: every file between tasks stays on its node
-
-/** A TCP endpoint that takes connections and never answers (a machine gone behind a firewall that still accepts). */
-async function silentEndpoint(): Promise<{ address: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server = createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => undefined);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    }),
-  };
-}
 
 describe('circe lineage: outputs lost with their node are made again (direct path, real Redis)', function () {
   this.timeout(90_000);
@@ -74,23 +57,31 @@ describe('circe lineage: outputs lost with their node are made again (direct pat
     expect(await rig.client.keys(`${k.base}blob*`)).to.deep.equal([]);
   }
 
-  it('a node lost with outputs nobody took (two levels kept there): re-run from the source\'s bytes, delivered exactly once', async () => {
-    const { app, runner, items, files, out, logs } = await setUp();
+  /**
+   * t0 and t1 on n0 run every item while t2 is not running yet, so t1's outputs (and, held for
+   * them, t0's) wait on n0; then n0 is lost: its runners stop, its disk is gone, its agent's
+   * heartbeat expires.
+   */
+  async function loseN0WithOutputs(s: Awaited<ReturnType<typeof setUp>>): Promise<void> {
     for (const n of ['n0', 'n2', 'n3', 'n4']) await alive(n);
-    // t0 and t1 on n0; t2 not running yet, so t1's outputs (and, held for them, t0's) wait on n0.
-    const t0 = await runner('t0', 'n0');
-    const t1 = await runner('t1', 'n0');
-    await submitItems(rig.client, PREFIX, app, files, { runId: 'lin' });
-    const k = appKeys(PREFIX, app.name);
+    const t0 = await s.runner('t0', 'n0');
+    const t1 = await s.runner('t1', 'n0');
+    await submitItems(rig.client, PREFIX, s.app, s.files, { runId: 'lin' });
+    const k = appKeys(PREFIX, s.app.name);
     for (let i = 0; i < 200 && Number(await rig.client.hget(k.stats, 'processed:t1')) < N; i++) await new Promise((r) => setTimeout(r, 50));
     expect(Number(await rig.client.hget(k.stats, 'processed:t1'))).to.equal(N);
     // t0's outputs were taken by t1, but are kept (lineage) while t1's outputs are wanted.
     expect(readdirSync(join(rig.work, 'stores', 'n0')).filter((f) => /^[0-9a-f]{40}$/.test(f))).to.have.length(2 * N);
-
-    // n0 is lost: its runners stop, its disk is gone, its agent's heartbeat expires.
     await Promise.all([t0.close(), t1.close()]);
     rmSync(join(rig.work, 'stores', 'n0'), { recursive: true, force: true });
     await rig.client.del(redisKeys(PREFIX).node('n0'));
+  }
+
+  it('a node lost with outputs nobody took (two levels kept there): re-run from the source\'s bytes, delivered exactly once', async () => {
+    const set = await setUp();
+    const { app, runner, items, out, logs } = set;
+    await loseN0WithOutputs(set);
+    const k = appKeys(PREFIX, app.name);
     // The reconciler moves t0 and t1 to surviving nodes; t2 starts on n2.
     closables.push(await runner('t0', 'n3'), await runner('t1', 'n4'), await runner('t2', 'n2'));
 
@@ -108,16 +99,10 @@ describe('circe lineage: outputs lost with their node are made again (direct pat
   });
 
   it('a node that answers nothing (the machine is gone, not just its processes): no attempt waits on it once it is known dead', async () => {
-    const { app, runner, items, files, out, logs } = await setUp();
-    for (const n of ['n0', 'n2', 'n3', 'n4']) await alive(n);
-    const t0 = await runner('t0', 'n0');
-    const t1 = await runner('t1', 'n0');
-    await submitItems(rig.client, PREFIX, app, files, { runId: 'lin' });
+    const set = await setUp();
+    const { app, runner, items, out, logs } = set;
+    await loseN0WithOutputs(set);
     const k = appKeys(PREFIX, app.name);
-    for (let i = 0; i < 200 && Number(await rig.client.hget(k.stats, 'processed:t1')) < N; i++) await new Promise((r) => setTimeout(r, 50));
-    await Promise.all([t0.close(), t1.close()]);
-    rmSync(join(rig.work, 'stores', 'n0'), { recursive: true, force: true });
-    await rig.client.del(redisKeys(PREFIX).node('n0'));
     // n0's endpoint now takes connections and never answers: each attempt waits out its timeout.
     const silent = await silentEndpoint();
     closables.push(silent);

@@ -28,6 +28,7 @@ import { connectRedis } from '../../circe/queue/connection.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { renderTable } from '../../orchestrator/report/table.js';
 import { silentEndpoint } from '../../test/support/silent-endpoint.js';
+import { writeChainApp, writeItems } from '../../test/support/faults.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const K = Number(process.env.BENCH_ITEMS ?? 40);
@@ -44,30 +45,6 @@ interface Outcome {
   delivered: number;
   reruns: number;
   askedAhead: boolean;
-}
-
-function writeApp(parent: string): string {
-  const dir = join(parent, 'rec');
-  const names = ['t0', 't1', 't2'];
-  mkdirSync(join(dir, 'scripts'), { recursive: true });
-  mkdirSync(join(dir, 'sample_input'), { recursive: true });
-  writeFileSync(join(dir, 'configuration.txt'), `3\n${names.map((t, i) => `${t} 1 false ${names[i + 1] ?? 'home'}`).join('\n')}\n`);
-  for (const t of names) {
-    writeFileSync(join(dir, 'scripts', `${t}.mjs`), [
-      "import { readFile, writeFile } from 'node:fs/promises';",
-      "import { join } from 'node:path';",
-      'export async function task([name], pathin, pathout) {',
-      "  const out = join(pathout, name.split(/[_.]/)[0] + '_" + t + ".txt');",
-      "  await writeFile(out, (await readFile(join(pathin, name), 'utf8')) + '" + t + "\\n');",
-      '  return [out];',
-      '}',
-      '',
-    ].join('\n'));
-  }
-  const map = Object.fromEntries(names.map((t) => [t, [t, true]]));
-  writeFileSync(join(dir, 'scripts', 'config.json'), JSON.stringify({ taskname_map: map, exec_profiler: Object.fromEntries(names.map((t) => [t, false])) }));
-  writeFileSync(join(dir, 'sample_input', '0s.txt'), 'sample\n');
-  return dir;
 }
 
 async function alive(redis: Redis, node: string): Promise<void> {
@@ -89,13 +66,7 @@ async function runCase(redis: Redis, url: string, work: string, app: AppSpec, wh
     open.push(r);
     return r;
   };
-  const inDir = join(dir, 'in');
-  mkdirSync(inDir, { recursive: true });
-  const files = Array.from({ length: K }, (_, i) => {
-    const p = join(inDir, `${i + 1}r.txt`);
-    writeFileSync(p, `${i + 1}r\n${BODY}\n`);
-    return p;
-  });
+  const files = writeItems(join(dir, 'in'), K, 'r', (i) => `${i}r\n${BODY}\n`);
   const items = files.map((f) => f.split('/').pop()!.replace('.txt', ''));
   open.push(await Sink.start({ app: app.name, redisUrl: url, prefix: PREFIX, outputDir: join(dir, 'out') }));
   const k = appKeys(PREFIX, app.name);
@@ -143,7 +114,7 @@ async function main(): Promise<void> {
   const server = await new RedisServer({ dir: join(work, 'redis') }).start();
   const redis = connectRedis(server.url);
   try {
-    const app = await loadApp(writeApp(work));
+    const app = await loadApp(writeChainApp(work, 'rec', { tasks: 3, noExecProfile: true }));
     const out: Outcome[] = [];
     for (const c of ['normal', 'refused', 'silent'] as const) {
       process.stdout.write(`${c}: ${K} items ... `);

@@ -261,7 +261,7 @@ export class DataPlane {
     let backoff = 100;
     let last: Error | undefined;
     let asked = false;
-    if (why.suspect && !this.dead.has(src) && (await nodeDead(redis, keys, src).catch(() => false))) this.foundDead(src, why.queue);
+    if (why.suspect && !this.dead.has(src) && (await this.heartbeatGone(src))) this.foundDead(src, why.queue);
     for (let round = 0; ; round++) {
       const near = round > 0 || lookNear ? await this.nearFile(src, blob) : undefined;
       if (near) {
@@ -313,7 +313,7 @@ export class DataPlane {
         }
         // No endpoint answered: whether the node is dead is looked up before the lane goes on to
         // the next fetch from it, which would otherwise wait out the same silence first.
-        if (list.length > 0 && missing < list.length && !this.knownDead(from) && (await nodeDead(redis, keys, from).catch(() => false))) {
+        if (list.length > 0 && missing < list.length && !this.knownDead(from) && (await this.heartbeatGone(from))) {
           this.foundDead(from, why.queue);
         }
         return undefined;
@@ -335,7 +335,7 @@ export class DataPlane {
           backoff = 100;
           continue;
         }
-        const dead = knownDead || (!allMissing && (await nodeDead(redis, keys, src).catch(() => false)));
+        const dead = knownDead || (!allMissing && (await this.heartbeatGone(src)));
         if (dead) this.foundDead(src, why.queue);
         if (allMissing || dead) {
           const reason = allMissing ? `node ${src} does not hold it` : `node ${src} is dead`;
@@ -388,10 +388,15 @@ export class DataPlane {
   /** During a long attempt on `node`: end it if the node is dead by now. */
   private async abortIfDead(node: string, why: FetchFor, stop: AbortController): Promise<void> {
     if (stop.signal.aborted) return;
-    if (this.knownDead(node) || (await nodeDead(this.opts.redis, this.opts.keys, node).catch(() => false))) {
+    if (this.knownDead(node) || (await this.heartbeatGone(node))) {
       this.foundDead(node, why.queue);
       stop.abort(new Error(`node ${node} is dead (its agent's heartbeat expired)`));
     }
+  }
+
+  /** lineage.ts nodeDead; a failed lookup (Redis away) counts as alive: nothing is asked of a node on a guess. */
+  private heartbeatGone(node: string): Promise<boolean> {
+    return nodeDead(this.opts.redis, this.opts.keys, node).catch(() => false);
   }
 
   private knownDead(node: string): boolean {
@@ -406,8 +411,7 @@ export class DataPlane {
   private async stillDead(node: string): Promise<boolean> {
     if (!this.dead.has(node)) return false;
     if (this.knownDead(node)) return true;
-    const { redis, keys } = this.opts;
-    if (await nodeDead(redis, keys, node).catch(() => false)) {
+    if (await this.heartbeatGone(node)) {
       this.dead.set(node, Date.now());
       return true;
     }

@@ -92,10 +92,21 @@ describe('profilers: agents in network namespaces over tbf-shaped links', functi
       return v.snapshot.links.length === 6 && v.snapshot.links.every((l) => l.samples >= 8) && v.snapshot;
     }, 90_000, 500);
     console.log(`      complete after ${Date.now() - t0} ms; bootstrap finished`);
-    const rows = snap.links.map((l) => {
+    const rowsOf = (v: ProfileSnapshot) => v.links.map((l) => {
       const shaped = tb!.rateBytesPerSec(l.from, l.to);
       return { link: `${l.from}->${l.to}`, shapedMbit: (shaped * 8) / 1e6, profiledMbit: +((l.bandwidthBytesPerSec * 8) / 1e6).toFixed(2), error: +(l.bandwidthBytesPerSec / shaped - 1).toFixed(3), latencyMs: +(l.latencySec * 1000).toFixed(2), model: l.model };
     });
+    // A bootstrap probe slowed by the machine (CI: node3->node2 fitted at 136.5 of 200 Mbit/s)
+    // holds a fit low until the steady probes correct it (budget.ts: early evidence, 34-39 s on
+    // the testbed); so the check takes the first snapshot with every link right, or the last one
+    // after 60 s, as the testbed suite does.
+    let rows = rowsOf(snap);
+    const deadline = Date.now() + 60_000;
+    while (!rows.every((r) => Math.abs(r.error) < 0.25) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 1000));
+      rows = rowsOf((await readProfileView(client!)).snapshot);
+    }
+    console.log(`      ${rows.every((r) => Math.abs(r.error) < 0.25) ? 'every link within ±25%' : 'still a link off'} after ${Date.now() - t0} ms`);
     console.table(rows);
     for (const r of rows) expect(Math.abs(r.error), `${r.link}: ${r.profiledMbit} vs ${r.shapedMbit} Mbit/s`).to.be.below(0.25);
   });

@@ -12,7 +12,7 @@
 //   CPU per item: every process of the system (and Redis, and the client) from /proc
 // Peers' settings (their docs' advice for a pipeline): see bench/peers/peers.py and the README.
 // Environment: BENCH_ITEMS (5000), BENCH_LATENCY_ITEMS (200), BENCH_ROUNDS (3), BENCH_BIG_ITEMS
-// (100, 1 MiB each), BENCH_ONLY (comma list of: jupiter-py, jupiter-js, bullmq, dask, celery,
+// (100, 1 MiB each), BENCH_WARM_ROUNDS (1: unmeasured rounds first), BENCH_ONLY (comma list of: jupiter-py, jupiter-js, bullmq, dask, celery,
 // big), BENCH_DATA_PATH (central | direct: Jupiter's data path; default central), BENCH_RESULTS
 // (JSON; default bench/results/peers.json, or peers-direct.json on the direct path).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -32,6 +32,12 @@ import { RawRedisChain } from './raw-redis.js';
 const N = Number(process.env.BENCH_ITEMS ?? 5000);
 const LAT_N = Number(process.env.BENCH_LATENCY_ITEMS ?? 200);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+// Unmeasured rounds first, for every system alike: a fresh process is not yet at its steady
+// state. Measured on Jupiter's JavaScript pipeline (rounds of 5,000 items after a 20-item
+// warm-up): the first round ran 700-950 items/s and the next ones 1,050-1,550, each stage
+// spending 450-475 µs of CPU per item against 225-280 later, ~0.5 s of it per process on V8's
+// helper threads (optimising compiles, the heap's growth) that later rounds no longer use.
+const WARM_ROUNDS = Math.max(0, Number(process.env.BENCH_WARM_ROUNDS ?? 1));
 const BIG_N = Number(process.env.BENCH_BIG_ITEMS ?? 100);
 const BIG_LAT_N = Math.max(5, Math.round(BIG_N / 5));
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : undefined;
@@ -165,12 +171,13 @@ async function main(): Promise<void> {
   }>();
 
   const jupiter = (key: string, label: string, python: boolean, payload: Buffer, n: number, latN: number): void => {
-    const ours = new Ours(server.url, root, redisPid, { python, payload, files: ROUNDS * (n + latN), prefix: `${key}:`, dataPath: DATA_PATH });
+    const ours = new Ours(server.url, root, redisPid, { python, payload, files: (WARM_ROUNDS + ROUNDS) * (n + latN), prefix: `${key}:`, dataPath: DATA_PATH });
     systems.set(key, {
       label,
       start: () => ours.start(),
       async round(): Promise<Round> {
         const t = await ours.throughput(n);
+        if (t.redis) log(`  Redis per item: ${t.redis.scripts.toFixed(2)} scripts (${t.redis.scriptUs.toFixed(0)} µs), ${t.redis.commands.toFixed(1)} commands (${t.redis.top})`);
         stamps.clear();
         const { e2e, keys } = await ours.closedLoop(latN);
         return { throughput: t.throughput, cpuUs: sum(t.cpu), cpu: t.cpu, e2e: stats(e2e), hop: stats(stamps.hops(keys)) };
@@ -259,7 +266,7 @@ async function main(): Promise<void> {
     const out = process.env.BENCH_RESULTS ?? join(here, '..', '..', '..', 'bench', 'results', DATA_PATH === 'direct' ? 'peers-direct.json' : 'peers.json');
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify({
-      bench: 'peers', at: new Date().toISOString(), dataPath: DATA_PATH, items: N, latencyItems: LAT_N, bigItems: BIG_N, bigLatencyItems: BIG_LAT_N, rounds: ROUNDS,
+      bench: 'peers', at: new Date().toISOString(), dataPath: DATA_PATH, items: N, latencyItems: LAT_N, bigItems: BIG_N, bigLatencyItems: BIG_LAT_N, rounds: ROUNDS, warmRounds: WARM_ROUNDS,
       payloadBytes: PAYLOAD.length, bigPayloadBytes: BIG.length, cpus: cpus().length, loadavg: loadavg(), node: process.version,
       summary, targets, perRound: Object.fromEntries(results),
     }, null, 2)}\n`);
@@ -272,6 +279,12 @@ async function main(): Promise<void> {
       log(`  ${k} ready`);
     }
     const order = [...systems.keys()];
+    for (let w = 1; w <= WARM_ROUNDS; w++) {
+      for (const [k, s] of systems) {
+        const res = await s.round(-w);
+        log(`warm-up ${w}/${WARM_ROUNDS} (not counted): ${k} ${f(res.throughput, 0)} items/s, CPU ${f(res.cpuUs / 1000, 3)} ms/item`);
+      }
+    }
     for (let r = 1; r <= ROUNDS; r++) {
       // Interleaved, and each round starts with a different system.
       const turn = [...order.slice((r - 1) % order.length), ...order.slice(0, (r - 1) % order.length)];
@@ -289,7 +302,7 @@ async function main(): Promise<void> {
     rmSync(root, { recursive: true, force: true });
   }
   const { summary, targets, out } = report();
-  console.log(`\nbench:peers  (Jupiter on the ${DATA_PATH} data path; 3 stages of no-op tasks; ${N} items of 100 B for throughput, ${LAT_N} one at a time for latency; 1 MiB: ${BIG_N} and ${BIG_LAT_N}; medians of ${ROUNDS} interleaved rounds; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)})\n`);
+  console.log(`\nbench:peers  (Jupiter on the ${DATA_PATH} data path; 3 stages of no-op tasks; ${N} items of 100 B for throughput, ${LAT_N} one at a time for latency; 1 MiB: ${BIG_N} and ${BIG_LAT_N}; medians of ${ROUNDS} interleaved rounds after ${WARM_ROUNDS} unmeasured; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)})\n`);
   console.log('| system | items/s | end-to-end p50 / p99 (ms) | hop p50 / p99 (ms) | CPU per item (ms) |');
   console.log('|---|---|---|---|---|');
   for (const v of Object.values(summary)) {

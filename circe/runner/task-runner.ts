@@ -463,8 +463,10 @@ export class TaskRunner {
     const { pathin, pathout } = slot;
     for (const p of pairs) {
       const { inp, bytes } = p;
+      const dest = join(pathin, basename(inp.name));
+      slot.known.push(dest);
       if (p.file !== undefined) {
-        await this.copyIn({ ...p, file: p.file }, join(pathin, basename(inp.name)));
+        await this.copyIn({ ...p, file: p.file }, dest);
         continue;
       }
       if (bytes.length !== inp.size && inp.size !== undefined) {
@@ -472,7 +474,7 @@ export class TaskRunner {
         throw new Error(`input ${inp.name} of item ${d.item} is not (or no longer) in Redis (blob ${inp.blob})`);
       }
       // Small synchronous file operations: no thread-pool hop per call.
-      writeFileSync(join(pathin, basename(inp.name)), bytes);
+      writeFileSync(dest, bytes);
     }
     // Fetched bodies go back to the data plane's buffers (nothing reads them after this).
     for (const p of pairs) releaseBody(p.bytes);
@@ -493,6 +495,7 @@ export class TaskRunner {
       this.adapt(nowMs() - start);
     });
     const finish = nowMs();
+    slot.known.push(...outputs);
 
     const routes = routeOutputs(task, outputs.length);
     // Direct path: what does not travel inline stays here until its receivers take it, moved

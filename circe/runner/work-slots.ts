@@ -3,10 +3,16 @@
 // empty folders, without creating and removing two folders per item. Folders are named
 // `<pid>-<runner>-s<slot>[.<generation>]` (<runner> counts the runners of this process); a
 // runner removes those of processes that no longer exist.
+// On tmpfs a folder's size counts its entries (each adds the same amount, its removal takes it
+// off), so one stat tells whether a folder is empty: an item's reset removes the files the
+// runner knows of (the inputs it wrote, the outputs the task returned) and reads a folder's
+// listing only when the size says something else was left there. A listing is an open, two
+// getdents and a close per folder: a reset took 32-33 µs per item that way, 19 µs now, for a
+// task that reads its input and writes one output (test/circe/work-slots.test.ts).
 import { isAlive } from '../runtime/pid.js';
 import { accessSync, constants, mkdirSync, readdirSync, rmSync, statfsSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * Work folders live on a RAM file system when there is a roomy one (/dev/shm): file operations
@@ -37,6 +43,16 @@ export function besideStore(parent: string, store: string, task: string): string
 }
 
 const SLOT_DIR = /^(\d+)-\d+-s\d+(\.\d+)?$/;
+const TMPFS_MAGIC = 0x01021994;
+
+/** An empty folder's size where its size counts its entries (tmpfs), else -1 (unknown). */
+function emptySize(dir: string): number {
+  try {
+    return Number(statfsSync(dir).type) === TMPFS_MAGIC ? statSync(dir).size : -1;
+  } catch {
+    return -1;
+  }
+}
 let opened = 0;
 
 /** Empty a folder: plain unlink for files (the usual case), rm -r for anything else. */
@@ -53,8 +69,12 @@ export class WorkSlot {
   pathout = '';
   /** Taken by an item right now. */
   busy = false;
+  /** Files of the item in the slot that the runner knows of (inputs written, outputs returned). */
+  readonly known: string[] = [];
   private removed = false;
   private generation = 0;
+  private emptyIn = -1;
+  private emptyOut = -1;
 
   constructor(private readonly parent: string, private readonly name: string) {
     this.fresh();
@@ -70,14 +90,30 @@ export class WorkSlot {
     this.pathout = join(this.dir, 'output');
     mkdirSync(this.pathin, { recursive: true });
     mkdirSync(this.pathout);
+    this.emptyIn = emptySize(this.pathin);
+    this.emptyOut = emptySize(this.pathout);
+  }
+
+  /** Empty one folder: the known files, then a listing only if its size says more is there. */
+  private clear(dir: string, empty: number): void {
+    if (empty < 0) return emptyDir(dir);
+    for (const p of this.known) {
+      if (dirname(p) !== dir) continue;
+      try {
+        unlinkSync(p);
+      } catch {
+        // moved or removed by the task; the size check below decides
+      }
+    }
+    if (statSync(dir).size !== empty) emptyDir(dir);
   }
 
   /** Empty both folders for the next item (a task that left something unremovable costs a new folder). */
   reset(): void {
     if (this.removed) return;
     try {
-      emptyDir(this.pathin);
-      emptyDir(this.pathout);
+      this.clear(this.pathin, this.emptyIn);
+      this.clear(this.pathout, this.emptyOut);
     } catch {
       const old = this.dir;
       this.generation++;
@@ -87,6 +123,8 @@ export class WorkSlot {
         // left behind; the next runner of this task removes it (its pid is gone by then)
       }
       this.fresh();
+    } finally {
+      this.known.length = 0;
     }
   }
 

@@ -11,7 +11,7 @@ import { loadApp } from '../../config/app/load.js';
 import { HOME, type AppSpec, type ClusterConfig, type ProfileSnapshot } from '../../config/types.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
-import { appKeys, configureApp, connectRedis, submitItems, teardownAppKeys, waitForItems } from '../../circe/index.js';
+import { appKeys, configureApp, connectRedis, DoneWaiter, submitItems, teardownAppKeys } from '../../circe/index.js';
 import { ProcessRuntime } from '../../circe/runtime/process.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 import { profileApp } from '../../profilers/exec/profile-app.js';
@@ -132,6 +132,7 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
         runtime.start(app, [spec(HOME, HOME)], cluster),
         runtime.start(app, app.tasks.map((t) => spec(t.name, r.mapping[t.name] ?? NODES[0]!)), cluster),
       ]);
+      let waiter: DoneWaiter | undefined;
       try {
         await waitReady(redis, app, 300_000);
         const dir = join(root, 'in', app.name);
@@ -141,12 +142,15 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
         const runs: number[] = [];
         const parentsOf = new Map<string, string[]>();
         for (const t of app.tasks) for (const c of t.children) if (c !== HOME) parentsOf.set(c, [...(parentsOf.get(c) ?? []), t.name]);
+        // A blocking wait for each item's done event (no poll loading the 2 cores measured).
+        waiter = new DoneWaiter(redis, PREFIX, app.name);
+        await waiter.ready();
         for (let i = 0; i < items + 2; i++) {
           const f = join(dir, `${i + 1}x.txt`);
           writeFileSync(f, `item ${i + 1}\n`);
           const c0 = cpuByKind();
           const [it] = await submitItems(redis, PREFIX, app, [f], { runId: 'bench' });
-          const [done] = await waitForItems(redis, PREFIX, app.name, [it!.item], { timeoutMs: 120_000, pollMs: 5 });
+          const [done] = await waiter.wait([it!.item], { timeoutMs: 120_000 });
           if (!done?.done || done.failed) throw new Error(`${app.name}: item ${it!.item} not delivered`);
           const span = Number(await redis.hget(appKeys(PREFIX, app.name).item(it!.item), 'makespanMs'));
           if (i < 2) continue; // two warm-up items
@@ -174,6 +178,7 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
         log(`  ${items} isolated items: p50 ${measured.toFixed(1)} ms = ${row.ratio.toFixed(2)}x the prediction (${(measured / row.predictedWithoutCostsMs).toFixed(1)}x the model without costs)`);
         rows.push(row);
       } finally {
+        waiter?.close();
         await runtime.teardown(app.name, cluster).catch(() => undefined);
         await teardownAppKeys(redis, PREFIX, app.name).catch(() => undefined);
       }

@@ -12,8 +12,8 @@
 //   CPU per item: every process of the system (and Redis, and the client) from /proc
 // Peers' settings (their docs' advice for a pipeline): see bench/peers/peers.py and the README.
 // Environment: BENCH_ITEMS (5000), BENCH_LATENCY_ITEMS (200), BENCH_ROUNDS (3), BENCH_BIG_ITEMS
-// (100, 1 MiB each), BENCH_WARM_ROUNDS (1: unmeasured rounds first), BENCH_ONLY (comma list of: jupiter-py, jupiter-js, bullmq, dask, celery,
-// big), BENCH_DATA_PATH (central | direct: Jupiter's data path; default central), BENCH_RESULTS
+// (100, 1 MiB each), BENCH_WARM_ROUNDS (1: unmeasured rounds first), BENCH_ONLY (comma list of:
+// jupiter-py, jupiter-js, bullmq, dask, celery, big), BENCH_DATA_PATH (central | direct: Jupiter's data path; default central), BENCH_RESULTS
 // (JSON; default bench/results/peers.json, or peers-direct.json on the direct path).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';

@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ClusterConfig } from '../../config/types.js';
 import { appKeys, configureApp, connectRedis, ProcessRuntime, Sink, submitItems, waitForItems } from '../../circe/index.js';
+import { bullKey } from '../../circe/queue/keys.js';
 import { DockerRuntime } from '../../circe/runtime/docker.js';
 import type { RunnerSpec } from '../../circe/runtime/types.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
@@ -93,7 +94,7 @@ describe('fault: kill -9 a task runner mid-stream (400 items)', function () {
       const outDir = join(work, 'p', 'runs', app.name, 'r', 'output');
       let victim = 0;
       let held = 0;
-      const active = `${appKeys(prefix, app.name).queuePrefix}:t1:active`;
+      const active = bullKey(appKeys(prefix, app.name), 't1', 'active');
       const { c, atKill, ms } = await streamWithKill(client, prefix, app, join(work, 'p'), outDir, 'k', async () => {
         victim = Number((await runtime.list(app.name, cluster)).find((h) => h.task === 't1')!.id);
         // Its supervisor restarts it 200 ms after its death at the earliest.
@@ -150,7 +151,7 @@ describe('fault: kill -9 a task runner mid-stream (400 items)', function () {
           const initPid = (await container.inspect()).State.Pid;
           victim = Number(readFileSync(`/proc/${initPid}/task/${initPid}/children`, 'utf8').trim().split(/\s+/)[0]);
           expect(readFileSync(`/proc/${victim}/cmdline`, 'utf8')).to.include('runner/main.js');
-          held = await killWhileHolding(client, `${appKeys(prefix, app.name).queuePrefix}:t1:active`, victim);
+          held = await killWhileHolding(client, bullKey(appKeys(prefix, app.name), 't1', 'active'), victim);
           await until(async () => {
             const st = await container.inspect();
             return st.RestartCount >= 1 && st.State.Running;

@@ -3,7 +3,7 @@
 // to that task at the same time (one job each). Every id is deterministic, so a sender that is
 // redelivered after a crash re-sends the same deliveries and receivers recognise them.
 import { randomBytes } from 'node:crypto';
-import { Queue, type JobsOptions } from './libs.js';
+import { Job, Queue, type JobsOptions } from './libs.js';
 import type { Redis, ChainableCommander } from 'ioredis';
 import { withScripts } from './scripts.js';
 import { runtimeError } from '../../config/errors.js';
@@ -56,6 +56,8 @@ export function checkBlobSize(name: string, size: number, limit: number): void {
 export class AppQueues {
   readonly keys: AppKeys;
   private readonly queues = new Map<string, Queue<BundleJob>>();
+  /** Queues whose BullMQ scripts are defined on the connection (addTo needs them). */
+  private readonly readyQueues = new Set<string>();
 
   constructor(readonly redis: Redis, readonly prefix: string, readonly app: string, readonly settings: PipelineSettings) {
     this.keys = appKeys(prefix, app);
@@ -121,21 +123,64 @@ export class AppQueues {
    * at BUNDLE_MAX), every queue in the same round trip. Re-sending is harmless: a job id still
    * queued is ignored by BullMQ, and receivers recognise deliveries they already handled.
    */
-  enqueue(jobs: QueuedJob[]): Promise<unknown> {
+  async enqueue(jobs: QueuedJob[]): Promise<void> {
+    await this.ready(jobs);
+    const pipe = pipeline(this.redis);
+    const check = this.addTo(pipe, jobs);
+    check(await execOrThrow(pipe));
+  }
+
+  /** Until the receiving queues of `jobs` can take adds in a pipeline (see addTo). */
+  ready(jobs: QueuedJob[]): Promise<unknown> | undefined {
+    let waits: Array<Promise<unknown>> | undefined;
+    for (const j of jobs) {
+      if (this.readyQueues.has(j.queue)) continue;
+      const q = this.queue(j.queue);
+      (waits ??= []).push(q.waitUntilReady().then(() => this.readyQueues.add(j.queue)));
+    }
+    return waits && Promise.all(waits);
+  }
+
+  /**
+   * Queue the jobs carrying `jobs` (one per receiving queue, split at BUNDLE_MAX) on `pipe`,
+   * after what it holds, as BullMQ's own add would send them (its add script, by Job.addJob on a
+   * transaction): the caller's commands and the adds leave in one write, and the receiver's
+   * wake-up comes with them instead of one write later (Queue.add is a chain of promises; in a
+   * runner's commit it reached Redis ~1 ms after the commit it belongs to, on the critical path
+   * of every hop). The queues must be ready (`ready`). Returns a check of the pipeline's replies
+   * to the adds.
+   */
+  addTo(pipe: ChainableCommander, jobs: QueuedJob[]): (replies: unknown[]) => void {
     const byQueue = new Map<string, Delivery[]>();
     for (const j of jobs) {
       const list = byQueue.get(j.queue);
       if (list) list.push(j.d);
       else byQueue.set(j.queue, [j.d]);
     }
-    return Promise.all([...byQueue].map(([q, list]) => {
-      const bundles: Delivery[][] = [];
-      for (let i = 0; i < list.length; i += BUNDLE_MAX) bundles.push(list.slice(i, i + BUNDLE_MAX));
-      const name = (b: Delivery[]): string => (b.length === 1 ? b[0]!.name : `${b.length} files`);
-      return bundles.length === 1
-        ? this.queue(q).add(name(bundles[0]!), { d: bundles[0]! }, this.jobOptions(bundleIdFor(bundles[0]!)))
-        : this.queue(q).addBulk(bundles.map((b) => ({ name: name(b), data: { d: b }, opts: this.jobOptions(bundleIdFor(b)) })));
-    }));
+    // BullMQ's add script goes in by the name it was defined under on this connection; a
+    // pipeline made before BullMQ defined it (its first Queue connecting) takes the connection's.
+    type Commands = Record<string, ((a: unknown[]) => unknown) | undefined>;
+    const tx = { runCommand: (name: string, args: unknown[]) => ((pipe as unknown as Commands)[name] ?? (this.redis as unknown as Commands)[name])!.call(pipe, args) };
+    const start = pipe.length;
+    for (const [q, list] of byQueue) {
+      for (let i = 0; i < list.length; i += BUNDLE_MAX) {
+        const b = list.slice(i, i + BUNDLE_MAX);
+        const opts = this.jobOptions(bundleIdFor(b));
+        const job = new Job<BundleJob>(this.queue(q), b.length === 1 ? b[0]!.name : `${b.length} files`, { d: b }, opts, opts.jobId);
+        // Synchronous up to its first await: the command is in the pipeline when this returns,
+        // unless BullMQ refused the job's id or options (its rejection says why; ours are fixed).
+        const before = pipe.length;
+        job.addJob(tx as never).catch(() => undefined);
+        if (pipe.length !== before + 1) throw runtimeError(`cannot queue job ${String(opts.jobId)} for ${q}: BullMQ refused its id or options`);
+      }
+    }
+    const count = pipe.length - start;
+    return (replies) => {
+      for (let i = start; i < start + count; i++) {
+        // The add script's negative codes (a missing parent, ...): none apply to these jobs.
+        if (typeof replies[i] === 'number' && (replies[i] as number) < 0) throw runtimeError(`BullMQ did not add a job (code ${String(replies[i])})`);
+      }
+    };
   }
 
   /** Send an outbox again (its sender may have died before it went out): flagged as resent. */
@@ -187,16 +232,19 @@ export class AppQueues {
     }
     if (jobs.length === 0 && !before) return [];
     if (keys.length > 0) pipe.jStage(keys.length, ...keys, ...args);
-    // Sent together: the queues share this connection, so Redis runs the blob writes before
-    // the adds; the caller still waits for all of them before it marks its own job done.
+    // The adds right behind the blob writes, in the same write (addTo).
+    await this.ready(jobs);
+    const check = this.addTo(pipe, jobs);
     const apartDone = setApart(this.redis, apartSets);
-    const [replies] = await Promise.all([execOrThrow(pipe), this.enqueue(jobs), apartDone]);
+    const [replies] = await Promise.all([execOrThrow(pipe), apartDone]);
+    check(replies);
     return replies;
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
+    this.readyQueues.clear();
   }
 }
 

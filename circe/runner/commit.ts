@@ -1,7 +1,7 @@
 // The last step of deliveries at a runner: one round trip for a group of finished deliveries.
 // One COMMIT script for the items that ran (outputs, done markers, runtimes, events, freed
 // inputs), the finishes of duplicates and of join inputs that wait, and the jobs carrying every
-// output right behind them on the same connection (Redis runs the commit before the adds).
+// output right behind them in the same pipeline (Redis runs the commit before the adds).
 import type { ChainableCommander } from 'ioredis';
 import type { TaskEvent } from '../../config/events.js';
 import { queueLineage, type LineageCall } from '../dataplane/lineage.js';
@@ -83,9 +83,13 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   // (orchestrator/adapt); queued last so the replies above keep their positions.
   for (const r of runs) pipe.hset(k.rt(r.d.item), `${T}|in`, r.inputs.reduce((a, inp) => a + (inp.size ?? 0), 0));
   ctx.rideAlong?.(pipe);
-  // Last, its reply unread: this queue's stale wake-up marker (scripts.ts QUIET).
+  // Its reply unread: this queue's stale wake-up marker (scripts.ts QUIET).
   pipe.jQuiet(...quietKeys(k, T));
-  const [out] = await Promise.all([execOrThrow(pipe), adds.length > 0 ? ctx.queues.enqueue(adds) : undefined, staged]);
+  // Last, in the same write: the jobs carrying the outputs (Redis runs the commit first).
+  await ctx.queues.ready(adds);
+  const checkAdds = ctx.queues.addTo(pipe, adds);
+  const [out] = await Promise.all([execOrThrow(pipe), staged]);
+  checkAdds(out);
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];
   let r = 0;
   return group.map((s) => {

@@ -7,7 +7,7 @@ export { TaskRunner, nowMs, type TaskRunnerOptions } from './runner/task-runner.
 export { runnerEnv, readRunnerEnv } from './runner/env.js';
 export { submitItems, type SubmittedItem, type SubmitOptions } from './home/source.js';
 export { Sink, outputPath, type SinkOptions } from './home/sink.js';
-export { DoneWaiter, waitForItems, itemResults, type ItemResult, type WaitOptions } from './home/wait.js';
+export { DoneWaiter, waitForItems, itemResults, type ItemResult, type WaitItem, type WaitOptions } from './home/wait.js';
 export { getStatus, percentile, queueDepths, type AppStatus, type TaskStatus } from './queue/status.js';
 export { teardownAppKeys } from './queue/teardown.js';
 export { exportRuntimeCsv, RUNTIME_CSV_HEADER } from './queue/records.js';

@@ -150,7 +150,7 @@ export async function dagFidelity(root: string, sizes: number[], items: number, 
           writeFileSync(f, `item ${i + 1}\n`);
           const c0 = cpuByKind();
           const [it] = await submitItems(redis, PREFIX, app, [f], { runId: 'bench' });
-          const [done] = await waiter.wait([it!.item], { timeoutMs: 120_000 });
+          const [done] = await waiter.wait([it!], { timeoutMs: 120_000 });
           if (!done?.done || done.failed) throw new Error(`${app.name}: item ${it!.item} not delivered`);
           const span = Number(await redis.hget(appKeys(PREFIX, app.name).item(it!.item), 'makespanMs'));
           if (i < 2) continue; // two warm-up items

@@ -111,7 +111,7 @@ async function isolated(ctx: Ctx, files: string[], label: string): Promise<ItemT
 
 async function isolatedItem(ctx: Ctx, waiter: DoneWaiter, k: ReturnType<typeof appKeys>, f: string, label: string): Promise<ItemTimes> {
   const [it] = await submitItems(ctx.redis, ctx.prefix, ctx.app, [f], { runId: ctx.runId });
-  const [r] = await waiter.wait([it!.item], { timeoutMs: 120_000 }).catch((e: Error) => {
+  const [r] = await waiter.wait([it!], { timeoutMs: 120_000 }).catch((e: Error) => {
     throw new Error(`${label}: item ${it!.item} not done after 120 s (${e.message})`);
   });
   if (r?.failed) throw new Error(`${label}: item ${r.item} failed: ${r.error ?? ''}`);

@@ -167,7 +167,7 @@ export class Ours {
       const t0 = nowMs();
       const [item] = await submitItems(this.redis, this.prefix, this.app, [file!]);
       const submitted = nowMs();
-      const [r] = await this.waiter.wait([item!.item], { timeoutMs: 30_000 });
+      const [r] = await this.waiter.wait([item!], { timeoutMs: 30_000 });
       const end = nowMs();
       e2e.push(end - t0);
       items.push({ item: item!.item, t0, submitted, end });

@@ -24,6 +24,15 @@ export interface ItemResult {
   trimmed?: boolean;
 }
 
+/** An item as submitted: its id and when it entered (submitItems' `enteredAt`, this machine's clock). */
+export interface WaitItem {
+  item: string;
+  enteredAt?: number;
+}
+
+/** Items a waiter keeps from events read while nobody waited for them. */
+const SEEN_MAX = 10_000;
+
 export interface WaitOptions {
   timeoutMs?: number;
   /** Longest time between looks at the records of items not yet reported done (ms). */
@@ -100,10 +109,19 @@ export async function itemResults(redis: Redis, prefix: string, app: string, ite
  * waits is not missed).
  * An item whose event is missing (trimmed away from a capped stream, or its emitter died between
  * finishing it and appending) is found by a look at its record at least every `pollMs`.
+ * A wait starts with a look at the records of its items (they may have finished before the
+ * cursor was set, or in events read during an earlier wait); a client that gives the items as
+ * submitted (with `enteredAt`) after `ready()` skips it: their events cannot be behind the cursor,
+ * and events read for items nobody waited for yet are kept (`seen`). That look was one round
+ * trip of every isolated item a closed-loop client waits for.
  */
 export class DoneWaiter {
   private readonly blocking: Redis;
   private cursor?: string;
+  /** This process's clock when the cursor was set: items entered since finish after it. */
+  private readyAt?: number;
+  /** Items finished in events read while waiting for others, oldest first (bounded). */
+  private readonly seen = new Map<string, ItemResult | 'failed'>();
 
   constructor(private readonly redis: Redis, private readonly prefixKey: string, private readonly app: string) {
     this.blocking = redis.duplicate();
@@ -115,23 +133,45 @@ export class DoneWaiter {
     if (this.cursor !== undefined) return;
     const last = await this.redis.xrevrange(appKeys(this.prefixKey, this.app).finished, '+', '-', 'COUNT', 1);
     this.cursor = last[0]?.[0] ?? '0-0';
+    this.readyAt = Date.now();
   }
 
-  /** Resolve when every item is finished (delivered or failed); throws on timeout. */
-  async wait(items: string[], opts: WaitOptions = {}): Promise<ItemResult[]> {
+  /** An item done in an event read while nobody waited for it, kept for a later wait. */
+  private remember(item: string, r: ItemResult | 'failed'): void {
+    this.seen.delete(item);
+    this.seen.set(item, r);
+    if (this.seen.size > SEEN_MAX) this.seen.delete(this.seen.keys().next().value!);
+  }
+
+  /**
+   * Resolve when every item is finished (delivered or failed); throws on timeout. Items are ids,
+   * or as submitItems returned them (their `enteredAt` can spare the first look: see the class).
+   */
+  async wait(waitFor: Array<string | WaitItem>, opts: WaitOptions = {}): Promise<ItemResult[]> {
     const deadline = Date.now() + (opts.timeoutMs ?? 10 * 60_000);
     const pollMs = opts.pollMs ?? 1000;
     const finishedStream = appKeys(this.prefixKey, this.app).finished;
     await this.ready();
+    const items = waitFor.map((w) => (typeof w === 'string' ? w : w.item));
+    const enteredSince = waitFor.every((w) => typeof w !== 'string' && w.enteredAt !== undefined && w.enteredAt >= this.readyAt!);
     const finished = new Map<string, ItemResult>();
-    let open = [...items];
+    const failedSeen: string[] = [];
+    for (const id of items) {
+      const r = this.seen.get(id);
+      if (r === undefined) continue;
+      this.seen.delete(id);
+      if (r === 'failed') failedSeen.push(id);
+      else finished.set(id, r);
+    }
+    let open = items.filter((id) => !finished.has(id));
     const look = async (ids: string[]): Promise<void> => {
       for (const r of await itemResults(this.redis, this.prefixKey, this.app, ids)) if (r.done) finished.set(r.item, r);
       open = open.filter((id) => !finished.has(id));
     };
     // After the cursor is set: an item that finishes later has its event past the cursor.
     // Items finish roughly in order: a window of the oldest open ones is enough per look.
-    await look(open.slice(0, 200));
+    if (!enteredSince) await look(open.slice(0, 200));
+    else if (failedSeen.length > 0) await look(failedSeen);
     let lookedAt = Date.now();
     for (;;) {
       opts.onProgress?.(finished.size, items.length, tally(finished.values()));
@@ -151,11 +191,13 @@ export class DoneWaiter {
           const json = fields[1];
           if (!json) continue;
           const ev = JSON.parse(json) as Partial<ItemDoneEvent>;
-          if (ev.type !== 'item-done' || !ev.item || !openSet.has(ev.item)) continue;
+          if (ev.type !== 'item-done' || !ev.item) continue;
           // The event carries what a delivered item's result holds; a failed one's error is in
           // its record.
-          if (ev.failed) done.push(ev.item);
-          else finished.set(ev.item, { item: ev.item, done: true, failed: false, makespanMs: ev.makespanMs, outputs: [...(ev.outputs ?? [])].sort() });
+          const r: ItemResult | 'failed' = ev.failed ? 'failed' : { item: ev.item, done: true, failed: false, makespanMs: ev.makespanMs, outputs: [...(ev.outputs ?? [])].sort() };
+          if (!openSet.has(ev.item)) this.remember(ev.item, r);
+          else if (r === 'failed') done.push(ev.item);
+          else finished.set(ev.item, r);
         }
       }
       open = open.filter((id) => !finished.has(id));

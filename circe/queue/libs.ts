@@ -11,6 +11,8 @@ const bullmq = require('bullmq') as typeof BullMQ;
 const ioredis = require('ioredis') as typeof IORedis;
 
 export const { Job, Queue, Worker, UnrecoverableError, WaitingError } = bullmq;
+/** The installed BullMQ's version (its script names carry it; transport.ts addTo names it in errors). */
+export const BULLMQ_VERSION = (require('bullmq/package.json') as { version: string }).version;
 export type Queue<D = unknown> = BullMQ.Queue<D>;
 export type Worker<D = unknown> = BullMQ.Worker<D>;
 export type UnrecoverableError = BullMQ.UnrecoverableError;

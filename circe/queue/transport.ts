@@ -3,7 +3,7 @@
 // to that task at the same time (one job each). Every id is deterministic, so a sender that is
 // redelivered after a crash re-sends the same deliveries and receivers recognise them.
 import { randomBytes } from 'node:crypto';
-import { Job, Queue, type JobsOptions } from './libs.js';
+import { BULLMQ_VERSION, Job, Queue, type JobsOptions } from './libs.js';
 import type { Redis, ChainableCommander } from 'ioredis';
 import { withScripts } from './scripts.js';
 import { runtimeError } from '../../config/errors.js';
@@ -168,10 +168,15 @@ export class AppQueues {
         const opts = this.jobOptions(bundleIdFor(b));
         const job = new Job<BundleJob>(this.queue(q), b.length === 1 ? b[0]!.name : `${b.length} files`, { d: b }, opts, opts.jobId);
         // Synchronous up to its first await: the command is in the pipeline when this returns,
-        // unless BullMQ refused the job's id or options (its rejection says why; ours are fixed).
+        // unless BullMQ refused the job's id or options (ours are fixed), or a BullMQ other than
+        // the locked one no longer queues it at once.
         const before = pipe.length;
         job.addJob(tx as never).catch(() => undefined);
-        if (pipe.length !== before + 1) throw runtimeError(`cannot queue job ${String(opts.jobId)} for ${q}: BullMQ refused its id or options`);
+        if (pipe.length !== before + 1) {
+          throw runtimeError(`cannot queue job ${String(opts.jobId)} for ${q}: BullMQ ${BULLMQ_VERSION} added no command for it`, {
+            hint: 'its id or options were refused, or this BullMQ no longer adds a job to a transaction at once: install the version package-lock.json names (npm ci)',
+          });
+        }
       }
     }
     const count = pipe.length - start;

@@ -124,14 +124,16 @@ export class AppQueues {
    * queued is ignored by BullMQ, and receivers recognise deliveries they already handled.
    */
   async enqueue(jobs: QueuedJob[]): Promise<void> {
-    await this.ready(jobs);
     const pipe = pipeline(this.redis);
-    const check = this.addTo(pipe, jobs);
+    const check = await this.addTo(pipe, jobs);
     check(await execOrThrow(pipe));
   }
 
-  /** Until the receiving queues of `jobs` can take adds in a pipeline (see addTo). */
-  ready(jobs: QueuedJob[]): Promise<unknown> | undefined {
+  /**
+   * Until the receiving queues of `jobs` can take adds in a pipeline: BullMQ defines its scripts
+   * on the connection when a Queue first connects.
+   */
+  private ready(jobs: QueuedJob[]): Promise<unknown> | undefined {
     let waits: Array<Promise<unknown>> | undefined;
     for (const j of jobs) {
       if (this.readyQueues.has(j.queue)) continue;
@@ -147,10 +149,11 @@ export class AppQueues {
    * transaction): the caller's commands and the adds leave in one write, and the receiver's
    * wake-up comes with them instead of one write later (Queue.add is a chain of promises; in a
    * runner's commit it reached Redis ~1 ms after the commit it belongs to, on the critical path
-   * of every hop). The queues must be ready (`ready`). Returns a check of the pipeline's replies
-   * to the adds.
+   * of every hop). Waits only while a receiving queue is new (`ready`); nothing is sent. Returns a
+   * check of the pipeline's replies to the adds.
    */
-  addTo(pipe: ChainableCommander, jobs: QueuedJob[]): (replies: unknown[]) => void {
+  async addTo(pipe: ChainableCommander, jobs: QueuedJob[]): Promise<(replies: unknown[]) => void> {
+    await this.ready(jobs);
     const byQueue = new Map<string, Delivery[]>();
     for (const j of jobs) {
       const list = byQueue.get(j.queue);
@@ -238,8 +241,7 @@ export class AppQueues {
     if (jobs.length === 0 && !before) return [];
     if (keys.length > 0) pipe.jStage(keys.length, ...keys, ...args);
     // The adds right behind the blob writes, in the same write (addTo).
-    await this.ready(jobs);
-    const check = this.addTo(pipe, jobs);
+    const check = await this.addTo(pipe, jobs);
     const apartDone = setApart(this.redis, apartSets);
     const [replies] = await Promise.all([execOrThrow(pipe), apartDone]);
     check(replies);

@@ -86,8 +86,7 @@ export async function commitGroup(ctx: CommitContext, group: Settle[]): Promise<
   // Its reply unread: this queue's stale wake-up marker (scripts.ts QUIET).
   pipe.jQuiet(...quietKeys(k, T));
   // Last, in the same write: the jobs carrying the outputs (Redis runs the commit first).
-  await ctx.queues.ready(adds);
-  const checkAdds = ctx.queues.addTo(pipe, adds);
+  const checkAdds = await ctx.queues.addTo(pipe, adds);
   const [out] = await Promise.all([execOrThrow(pipe), staged]);
   checkAdds(out);
   const committed = runs.length > 0 ? (out[at++] as number[]) : [];

@@ -48,9 +48,8 @@ describe('adds in the caller\'s pipeline (AppQueues.addTo, real Redis)', functio
     const jobs = [delivery('i1', 'a.txt'), delivery('i1', 'b.txt'), delivery('i1', 'a.txt', 't2')];
     // Made before BullMQ defined its scripts on this connection: the adds still go in.
     const pipe = pipeline(client);
-    await queues.ready(jobs);
     pipe.set('pa:before', '1');
-    const check = queues.addTo(pipe, jobs);
+    const check = await queues.addTo(pipe, jobs);
     expect(pipe.length, 'the SET, then one add per receiving queue').to.equal(3);
     const replies = await execOrThrow(pipe);
     check(replies);

@@ -11,6 +11,7 @@
 //   P link:<from>:<to>:loss            list   capped echo-probe rounds (JSON {sent, lost, at}), newest first
 //   P pair:<a>:<b>:probing             string owner of the probe running between a and b (a < b); PX
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
+//   P machine:<id>:timing              string owner of the execution profiler's timed calls on machine <id>; PX
 //   P overhead:<node>                  string NodeOverhead JSON (profilers/overhead: hop and invocation costs)
 //   P link:<node>:home:fit, link:home:<node>:fit  the home's links (profilers/overhead)
 //   P probe...                         the overhead probe's scratch queue and blob (removed after each probe)
@@ -43,6 +44,8 @@ export interface Keys {
   /** Held while a bandwidth probe runs between two hosts, in either direction (profilers/network). */
   pairProbe(a: string, b: string): string;
   exec(app: string, node: string, task: string): string;
+  /** Held while one node of the machine times a task's calls (profilers/exec/machine-turn.ts). */
+  machineTiming(machine: string): string;
   /** NodeOverhead of one node (profilers/overhead). */
   overhead(node: string): string;
   /** Prefix of every key of one app (for teardown: SCAN `${app(app)}*`). */
@@ -79,6 +82,7 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     linkLoss: (f, t) => `${p}link:${f}:${t}:loss`,
     pairProbe: (a, b) => (a < b ? `${p}pair:${a}:${b}:probing` : `${p}pair:${b}:${a}:probing`),
     exec: (a, n, t) => `${p}exec:${a}:${n}:${t}`,
+    machineTiming: (m) => `${p}machine:${m}:timing`,
     overhead: (n) => `${p}overhead:${n}`,
     app: (a) => `${p}app:${a}:`,
     queuePrefix: (a) => `${p}app:${a}:q`,

@@ -101,6 +101,19 @@ function forkOf(opts: InvokerOptions): { server: PyForkServer; stderrPath?: stri
   return opts.forkServer && { server: opts.forkServer, stderrPath: opts.stderrPath };
 }
 
+/** A JavaScript or TypeScript DAG task's invoker: its module imported into this process. */
+export async function createJsInvoker(task: TaskSpec): Promise<TaskInvoker> {
+  const fn = await loadJsTask(task);
+  return {
+    pid: undefined,
+    async invoke(inputs, pathin, pathout) {
+      const result = await fn([...inputs], pathin, pathout);
+      return checkOutputs(task.name, asPaths(task.name, result), pathout);
+    },
+    async close() {},
+  };
+}
+
 export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local', opts: InvokerOptions = {}): Promise<TaskInvoker> {
   if (!task.isDag) {
     throw inputError(`task ${task.name} of app ${app.name} is a non-DAG helper; it runs once as a script (runHelper), not per item`);
@@ -118,17 +131,7 @@ export async function createInvoker(app: AppSpec, task: TaskSpec, node = 'local'
       close: () => worker.close().finally(() => launch?.cleanup()),
     };
   }
-  if (task.language === 'javascript' || task.language === 'typescript') {
-    const fn = await loadJsTask(task);
-    return {
-      pid: undefined,
-      async invoke(inputs, pathin, pathout) {
-        const result = await fn([...inputs], pathin, pathout);
-        return checkOutputs(task.name, asPaths(task.name, result), pathout);
-      },
-      async close() {},
-    };
-  }
+  if (task.language === 'javascript' || task.language === 'typescript') return createJsInvoker(task);
   throw inputError(`task ${task.name} is a ${task.language} script; DAG tasks must be Python, JavaScript or TypeScript modules with a task() function`, {
     file: task.scriptFile,
     hint: 'shell scripts can only be non-DAG helper tasks (`<name> 1 false <name>`)',

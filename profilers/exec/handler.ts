@@ -9,6 +9,8 @@ import { loadApp } from '../../config/app/load.js';
 import type { MessageHandler } from '../agent/agent.js';
 import { reply } from '../agent/inbox.js';
 import { profileApp, type AppProfileResult } from './profile-app.js';
+import { machineTurn } from './machine-turn.js';
+import { machineId } from '../../circe/runtime/machine.js';
 
 export interface ExecProfileRequest {
   type: 'exec-profile';
@@ -56,6 +58,8 @@ export const handleExecProfile: MessageHandler = async (raw, ctx) => {
     });
     const result = await profileApp(app, ctx.node, {
       reuse,
+      // The other nodes of this machine were asked at the same moment: time in turns.
+      turn: machineTurn(ctx.redis, ctx.keys.machineTiming(machineId()), `${ctx.node}:${msg.id}`),
       log: ctx.log,
       onTask: (done, total) => {
         const note: ExecProfileProgress = { node: ctx.node, progress: { done, total } };

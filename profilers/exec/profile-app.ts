@@ -3,8 +3,9 @@
 // circe's invoker, a persistent Python interpreter or the imported JS/TS module), chaining each
 // task's outputs to its children by the task's FLAG like a real run. Records wall time of the
 // task call (the interpreter start and module import are not counted, as in a deployed runner
-// they happen once; a call under 1 s is a warm-up, then timed again 2-5 times and the fastest
-// counts) and the bytes of its outputs.
+// they happen once; a call under 1 s is a warm-up, then timed again 2-10 times and the fastest
+// counts: time-calls.ts) and the bytes of its outputs. JavaScript and TypeScript tasks run in a
+// process of their own for it (js-timing-host.ts), as in their runner, not in the agent's.
 // Not profiled: tasks with `exec_profiler: false` (skipped, never run), and tasks that need an
 // output of a skipped or failed task (they have nothing to run on). Where a task would run
 // more than once per item (FLAG true with several outputs), its first run is timed.
@@ -13,16 +14,19 @@
 // Python tasks of the app's script folder run in one shared interpreter (each module imported
 // before its timed call), so a 200-task app costs one interpreter start, not 200; a task that
 // fails there is run again in an interpreter of its own before it counts as failed. Tasks run
-// one at a time, so no timed call competes with another of this node.
+// one at a time, so no timed call competes with another of this node; with `turn`, none competes
+// with another node's of the same machine either (machine-turn.ts).
 import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { inputsHashes, topoOrder } from './inputs-hash.js';
-import { performance } from 'node:perf_hooks';
 import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../config/types.js';
 import { createInvoker, sharedPythonInvoker, type SharedPythonInvoker } from '../../circe/invoke/invoker.js';
 import { jobPrefix } from '../../config/app/job.js';
 import { centralizedUnavailable, usesCentralized } from '../../circe/compat/centralized.js';
+import type { Turn } from './machine-turn.js';
+import { timeCalls, type TimedCall } from './time-calls.js';
+import { JsTimingHost } from './js-timing.js';
 
 export interface SkippedTask {
   task: string;
@@ -39,43 +43,15 @@ export interface AppProfileResult {
   failed: SkippedTask[];
 }
 
-/** Repeats of a call that took under this long (s): the first call is then a warm-up. */
-const REPEAT_UNDER_SEC = 1;
-/** Timed calls after the warm-up: at least MIN, more up to MAX while they took under BUDGET_SEC in all. */
-const REPEATS_MIN = 2;
-const REPEATS_MAX = 5;
-const REPEATS_BUDGET_SEC = 0.3;
-
 /**
- * Wall time of the task's call (s, µs resolution) and its outputs. A first call pays once what a
- * deployed runner pays once (JIT compilation, caches, lazy imports: a cold JS call on a 1 MiB frame
- * took 30x its steady time), so a call under REPEAT_UNDER_SEC is a warm-up and the fastest of the
- * calls after it counts; a slow task is timed once. The fastest, not the median: the input is the
- * same every time, so what varies is interference, all of it upward — V8 still tiering a JS task
- * up (camera's detect: 19, 7.5, 15, 8.4 ms after a 42 ms first call), a container's CPU quota run
- * out by calls back to back (a 20 ms dummy task on a 0.5-CPU testbed host: 31-46 ms as the median
- * of two, 22-24 ms in a deployed runner), the other nodes' work — and an item in a deployed runner
- * meets none of that alone.
+ * The task's timed calls (time-calls.ts) in this node's turn on its machine, the warm-up too (a
+ * first call is the CPU-hungriest of all): a JavaScript or TypeScript task in the timing host, a
+ * Python task in the shared interpreter when it loads there, else in an interpreter of its own.
  */
-async function timedCall(app: AppSpec, task: TaskSpec, node: string, names: string[], pathin: string, pathout: string, shared: SharedPythonInvoker | undefined): Promise<{ durationSec: number; outs: string[] }> {
-  const repeat = async (call: () => Promise<string[]>): Promise<{ durationSec: number; outs: string[] }> => {
-    let outs: string[] = [];
-    const time = async (): Promise<number> => {
-      const t0 = performance.now();
-      outs = await call();
-      return (performance.now() - t0) / 1000;
-    };
-    const first = await time();
-    if (first >= REPEAT_UNDER_SEC) return { durationSec: Math.round(first * 1e6) / 1e6, outs };
-    const timed: number[] = [];
-    let spent = 0;
-    while (timed.length < REPEATS_MIN || (timed.length < REPEATS_MAX && spent < REPEATS_BUDGET_SEC)) {
-      const t = await time();
-      timed.push(t);
-      spent += t;
-    }
-    return { durationSec: Math.round(Math.min(...timed) * 1e6) / 1e6, outs };
-  };
+async function timedCall(app: AppSpec, task: TaskSpec, node: string, names: string[], pathin: string, pathout: string, hosts: { shared?: SharedPythonInvoker; js: () => JsTimingHost }, turn: Turn): Promise<TimedCall> {
+  if (task.language === 'javascript' || task.language === 'typescript') return turn(() => hosts.js().time(task, names, pathin, pathout));
+  const repeat = (call: () => Promise<string[]>): Promise<TimedCall> => turn(() => timeCalls(call));
+  const shared = hosts.shared;
   if (shared?.serves(task)) {
     try {
       await shared.load(task);
@@ -109,7 +85,11 @@ export interface ProfileAppOptions {
   workDir?: string;
   /** Called after each task (profiled, skipped or failed): tasks dealt with so far, of all. */
   onTask?: (done: number, total: number) => void;
+  /** Times each task's calls in this node's turn on its machine (machine-turn.ts); default: at once. */
+  turn?: Turn;
 }
+
+const atOnce: Turn = (fn) => fn();
 
 export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOptions = {}): Promise<AppProfileResult> {
   const result: AppProfileResult = { node, app: app.name, profiles: [], reused: [], skipped: [], failed: [] };
@@ -142,6 +122,7 @@ export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOpt
   // Such an app's Python tasks need their scripts mounted at /centralized_scheduler, which takes
   // root (an agent in a container is not): say so once per task rather than fail each.
   const noMount = usesCentralized(app) ? centralizedUnavailable(app) : undefined;
+  let jsHost: JsTimingHost | undefined;
   // One task: profiled, or skipped / failed with the reason (its children are then skipped).
   const one = async (task: TaskSpec): Promise<void> => {
     const ps = parents.get(task.name) ?? [];
@@ -190,7 +171,7 @@ export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOpt
       names.push(name);
     }
     try {
-      const { durationSec, outs } = await timedCall(app, task, node, names, pathin, pathout, shared);
+      const { durationSec, outs } = await timedCall(app, task, node, names, pathin, pathout, { shared, js: () => (jsHost ??= new JsTimingHost()) }, opts.turn ?? atOnce);
       let outputBytes = 0;
       for (const o of outs) outputBytes += (await stat(o)).size;
       outputs.set(task.name, outs);
@@ -208,6 +189,7 @@ export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOpt
     }
   } finally {
     await shared?.close().catch(() => undefined);
+    await jsHost?.close().catch(() => undefined);
     await rm(root, { recursive: true, force: true });
   }
   return result;

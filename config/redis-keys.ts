@@ -11,7 +11,7 @@
 //   P link:<from>:<to>:loss            list   capped echo-probe rounds (JSON {sent, lost, at}), newest first
 //   P pair:<a>:<b>:probing             string owner of the probe running between a and b (a < b); PX
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
-//   P machine:<id>:timing              string owner of the execution profiler's timed calls on machine <id>; PX
+//   P machine:<id>:timing              string the node timing task calls on machine <id> (execution profiler); PX
 //   P overhead:<node>                  string NodeOverhead JSON (profilers/overhead: hop and invocation costs)
 //   P link:<node>:home:fit, link:home:<node>:fit  the home's links (profilers/overhead)
 //   P probe...                         the overhead probe's scratch queue and blob (removed after each probe)
@@ -44,7 +44,7 @@ export interface Keys {
   /** Held while a bandwidth probe runs between two hosts, in either direction (profilers/network). */
   pairProbe(a: string, b: string): string;
   exec(app: string, node: string, task: string): string;
-  /** Held while one node of the machine times a task's calls (profilers/exec/machine-turn.ts). */
+  /** Held while one node of the machine times a task's calls (profilers/agent/machine-turn.ts). */
   machineTiming(machine: string): string;
   /** NodeOverhead of one node (profilers/overhead). */
   overhead(node: string): string;

@@ -9,7 +9,7 @@ import { loadApp } from '../../config/app/load.js';
 import type { MessageHandler } from '../agent/agent.js';
 import { reply } from '../agent/inbox.js';
 import { profileApp, type AppProfileResult } from './profile-app.js';
-import { machineTurn } from './machine-turn.js';
+import { machineTurn } from '../agent/machine-turn.js';
 import { machineId } from '../../circe/runtime/machine.js';
 
 export interface ExecProfileRequest {

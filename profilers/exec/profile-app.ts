@@ -15,7 +15,7 @@
 // before its timed call), so a 200-task app costs one interpreter start, not 200; a task that
 // fails there is run again in an interpreter of its own before it counts as failed. Tasks run
 // one at a time, so no timed call competes with another of this node; with `turn`, none competes
-// with another node's of the same machine either (machine-turn.ts).
+// with another node's of the same machine either (agent/machine-turn.ts).
 import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -24,7 +24,7 @@ import { HOME, type AppSpec, type ExecProfile, type TaskSpec } from '../../confi
 import { createInvoker, sharedPythonInvoker, type SharedPythonInvoker } from '../../circe/invoke/invoker.js';
 import { jobPrefix } from '../../config/app/job.js';
 import { centralizedUnavailable, usesCentralized } from '../../circe/compat/centralized.js';
-import type { Turn } from './machine-turn.js';
+import { atOnce, type Turn } from '../agent/machine-turn.js';
 import { timeCalls, type TimedCall } from './time-calls.js';
 import { JsTimingHost } from './js-timing.js';
 
@@ -85,11 +85,10 @@ export interface ProfileAppOptions {
   workDir?: string;
   /** Called after each task (profiled, skipped or failed): tasks dealt with so far, of all. */
   onTask?: (done: number, total: number) => void;
-  /** Times each task's calls in this node's turn on its machine (machine-turn.ts); default: at once. */
+  /** Times each task's calls in this node's turn on its machine (agent/machine-turn.ts); default: at once. */
   turn?: Turn;
 }
 
-const atOnce: Turn = (fn) => fn();
 
 export async function profileApp(app: AppSpec, node: string, opts: ProfileAppOptions = {}): Promise<AppProfileResult> {
   const result: AppProfileResult = { node, app: app.name, profiles: [], reused: [], skipped: [], failed: [] };

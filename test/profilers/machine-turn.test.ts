@@ -1,4 +1,4 @@
-// The nodes of one machine time their task calls in turns (profilers/exec/machine-turn.ts),
+// The nodes of one machine time their task calls in turns (profilers/agent/machine-turn.ts),
 // against a real Redis: three nodes profile the jsline fixture at once, and no two of them are
 // ever inside a turn together; a turn left by a killed agent expires; a node that cannot get a
 // turn times its calls anyway after its wait.
@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { loadApp } from '../../config/app/load.js';
-import { machineTurn, type Turn } from '../../profilers/exec/machine-turn.js';
+import { machineTurn, type Turn } from '../../profilers/agent/machine-turn.js';
 import { profileApp } from '../../profilers/exec/profile-app.js';
 import { timeAgain } from '../../profilers/exec/time-calls.js';
 import { fixtureAppDir } from '../circe/support.js';

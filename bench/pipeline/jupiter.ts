@@ -62,7 +62,9 @@ export class Ours {
 
   constructor(private readonly url: string, private readonly root: string, private readonly redisPid: () => number | undefined, private readonly opts: OursOptions) {
     this.redis = connectRedis(url);
-    this.cluster = { stateDir: join(root, '.jupiter') } as ClusterConfig;
+    // The prefix too: teardown removes the nodes' data stores by it (a store left behind in
+    // /dev/shm would start the next run full).
+    this.cluster = { stateDir: join(root, '.jupiter'), redisPrefix: opts.prefix } as ClusterConfig;
     this.runtime = new ProcessRuntime({ runsDir: join(root, 'runs') });
   }
 

@@ -17,12 +17,14 @@ import { BlobMissingError, getBlob } from './client.js';
 import { askRerun, nodeDead, pointedNode, RERUN_ASK_MS } from './lineage.js';
 import { machineId } from '../runtime/machine.js';
 import { DataServer } from './server.js';
-import { checkBlobId, NodeStore } from './store.js';
+import { checkBlobId, NodeStore, type PutOptions } from './store.js';
 import { pipeline } from '../queue/pipeline.js';
 
 /** Files younger than this are never swept: their commit may still be on its way to Redis. */
 export const SWEEP_GRACE_MS = 60_000;
 const SWEEP_EVERY_MS = 10_000;
+/** While a put waits for room, sweeps come this often at most (each a folder scan and one round trip). */
+const FULL_SWEEP_MS = 200;
 /**
  * A plane closing while its app's tasks move live (A moving) keeps serving what it stored until
  * receivers took it, this long at most: within the runner's stop grace (supervisor, docker stop).
@@ -143,6 +145,9 @@ export class DataPlane {
   private server?: DataServer;
   private endpoint?: string;
   private sweeper?: NodeJS.Timeout;
+  /** The sweep under way (one at a time), and when the last one began. */
+  private sweeping?: Promise<void>;
+  private sweptAt = 0;
   private readonly endpoints = new Map<string, { list: string[]; at: number }>();
   /** Other nodes' store folders this process can read, by node (undefined: none here). */
   private readonly sites = new Map<string, { dir?: string; at: number }>();
@@ -194,7 +199,13 @@ export class DataPlane {
 
   private async open(dir: string): Promise<void> {
     const { redis, keys, node, settings } = this.opts;
-    this.store = new NodeStore(dir, { maxBytes: settings.storeBytes, waitMs: settings.fetchPatienceMs });
+    this.store = new NodeStore(dir, {
+      maxBytes: settings.storeBytes,
+      waitMs: settings.fetchPatienceMs,
+      onFull: () => {
+        if (!this.sweeping && Date.now() - this.sweptAt >= FULL_SWEEP_MS) void this.sweep();
+      },
+    });
     this.server = new DataServer({ store: this.store, token: this.token });
     const port = await this.server.start();
     const host = this.opts.advertise ?? localAddress(redis) ?? '127.0.0.1';
@@ -223,8 +234,8 @@ export class DataPlane {
   }
 
   /** put() for an output still in its file (`size` bytes): its bytes never enter this process. */
-  async putFile(blob: string, path: string, size: number): Promise<Buffer> {
-    await this.store!.putFile(blob, path, size);
+  async putFile(blob: string, path: string, size: number, opts: PutOptions = {}): Promise<Buffer> {
+    await this.store!.putFile(blob, path, size, opts);
     this.stats.stored++;
     this.stats.storedBytes += size;
     return pointerFor(this.opts.node);
@@ -589,9 +600,23 @@ export class DataPlane {
     log(`moving away with ${left} stored file(s) not yet taken after ${ms / 1000} s: their receivers cannot fetch them from this node any more`);
   }
 
-  /** Remove the files whose blob records are gone (every receiver took them). */
-  private async sweep(): Promise<void> {
+  /**
+   * This process's runs that kept `blobs` here got their commit's reply: the files may go as soon
+   * as their records are gone (store.ts markCommitted).
+   */
+  committed(blobs: string[]): void {
+    if (blobs.length > 0) this.store?.markCommitted(blobs);
+  }
+
+  /** Remove the files whose blob records are gone (every receiver took them). One sweep at a time. */
+  private sweep(): Promise<void> {
+    this.sweeping ??= this.sweepOnce().finally(() => (this.sweeping = undefined));
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<void> {
     const { redis, keys } = this.opts;
+    this.sweptAt = Date.now();
     try {
       await this.store!.sweep(async (ids) => {
         const pipe = pipeline(redis);
@@ -614,6 +639,7 @@ export class DataPlane {
       this.sharedAs = undefined;
     }
     clearInterval(this.sweeper);
+    await this.sweeping;
     this.writeNotes();
     if (this.store && (await this.opts.redis.exists(this.opts.keys.moving).catch(() => 0)) > 0) await this.drain(DRAIN_MS);
     if (this.endpoint) {

@@ -16,7 +16,7 @@ import { pipeline } from '../queue/pipeline.js';
 
 /** What a delivery leaves to the commit group: its run's results, or only its finish. */
 export type Settle =
-  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; staged: Staged[]; bytes: number; announced: boolean; lineage?: LineageCall })
+  | (InHand & { kind: 'run'; inputs: StoredInput[]; names: string[]; start: number; finish: number; jobs: QueuedJob[]; outputs: number; stageArgs: Array<string | Buffer | number>; staged: Staged[]; bytes: number; announced: boolean; lineage?: LineageCall; stored: string[] })
   | (InHand & { kind: 'dup'; outbox: QueuedJob[] })
   | (InHand & { kind: 'wait' });
 

@@ -508,12 +508,15 @@ export class TaskRunner {
       return { name: basename(path), bytes: plane && keeps(size, r.to) ? Buffer.alloc(0) : readFileSync(path), to: r.to, path, size };
     });
     let lineage: LineageCall | undefined;
+    const kept: string[] = [];
     if (plane) {
-      const kept: string[] = [];
+      // Inputs this node's store keeps go when this run commits: its outputs never wait for room
+      // (store.ts room).
+      const freesInputs = inputs.some((i) => i.src === this.opts.node);
       for (const f of files) {
         if (!keeps(f.size, f.to)) continue;
         kept.push(blobIdFor(d.item, T, f.name));
-        f.bytes = await plane.putFile(kept[kept.length - 1]!, f.path, f.size);
+        f.bytes = await plane.putFile(kept[kept.length - 1]!, f.path, f.size, { freesInputs });
         f.stored = { node: this.opts.node, size: f.size };
       }
       // How they were made, so that they can be made again if this node is lost: recorded in the
@@ -524,7 +527,7 @@ export class TaskRunner {
     const clash = outNames.find((n, i) => outNames.indexOf(n) !== i);
     if (clash) throw new RoutingError(`task ${T} returned two outputs named ${clash} for item ${d.item}`);
     const { jobs, outputs: nOut, stageArgs, staged } = this.queues!.prepare(d.item, T, files);
-    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, staged, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced, lineage };
+    return { ...h, kind: 'run', inputs, names, start, finish, jobs, outputs: nOut, stageArgs, staged, bytes: files.reduce((a, f) => a + f.bytes.length, 0), announced, lineage, stored: kept };
   }
 
   /** Resize the prefetch window after an invocation that took `ms`. */
@@ -544,12 +547,16 @@ export class TaskRunner {
     if (this.worker && !this.closing && this.worker.concurrency !== c) this.worker.concurrency = c;
   }
 
-  private settle(group: Settle[]): Promise<number[]> {
+  private async settle(group: Settle[]): Promise<number[]> {
     const plane = this.plane;
-    return commitGroup({
+    const out = await commitGroup({
       redis: this.redis, keys: this.keys, queues: this.queues!, settings: this.settings, task: this.opts.task.name, node: this.opts.node, event: (...a) => this.event(...a),
       rideAlong: plane ? (pipe) => plane.flushNotes(pipe) : undefined,
     }, group);
+    // The records of what these runs kept here exist now (or never will: a refused run), so their
+    // files may go as soon as the receivers took them (store.ts).
+    plane?.committed(group.flatMap((s) => (s.kind === 'run' ? s.stored : [])));
+    return out;
   }
 
   /** Finish the items running, return the prefetched jobs to the queue, then stop (SIGTERM path). */

@@ -11,7 +11,7 @@ import { createServer as createHttpServer, request } from 'node:http';
 import { circeSuite } from '../support/circe-suite.js';
 import { fixtureAppDir, specOf } from './support.js';
 import { appKeys, configureApp, Sink, submitItems, TaskRunner, waitForItems, type PipelineSettings } from '../../circe/index.js';
-import { DataPlane, ensureDataToken } from '../../circe/dataplane/plane.js';
+import { DataPlane, ensureDataToken, SWEEP_GRACE_MS } from '../../circe/dataplane/plane.js';
 import { DataServer } from '../../circe/dataplane/server.js';
 import { releaseBody } from '../../circe/dataplane/client.js';
 import { besideStore } from '../../circe/runner/work-slots.js';
@@ -139,6 +139,89 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     await p;
     expect(second).to.equal(true);
     expect(store.usedBytes).to.equal(80_000);
+  });
+
+  it('a file whose commit came back goes as soon as its record is gone; a put that has to wait asks for a sweep', async () => {
+    let asked = 0;
+    const store = new NodeStore(join(rig.work, 'marks'), { maxBytes: 100_000, waitMs: 10_000, onFull: () => asked++ });
+    const [A, B] = ['a', 'b'].map((c) => c.repeat(40)) as [string, string];
+    await store.put(A, Buffer.alloc(40_000));
+    await store.put(B, Buffer.alloc(40_000));
+    store.markCommitted([B, 'c'.repeat(40)]); // one swept already: nothing to mark
+    expect(statSync(join(store.dir, B)).mode & 0o777).to.equal(0o400);
+    // Both young, both without a record: only the marked one goes.
+    expect(await store.sweep(async (ids) => ids.map(() => false), 60_000)).to.equal(1);
+    expect(readdirSync(store.dir)).to.deep.equal([A]);
+    // Marked but still referenced: kept.
+    store.markCommitted([A]);
+    expect(await store.sweep(async (ids) => ids.map(() => true), 60_000)).to.equal(0);
+    const p = store.put(B, Buffer.alloc(80_000));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(asked).to.be.at.least(1);
+    expect(await store.sweep(async (ids) => ids.map(() => false), 60_000)).to.equal(1);
+    await p;
+    // Put again under the same id: a fresh file, unmarked until its own commit comes back.
+    expect(statSync(join(store.dir, B)).mode & 0o777).to.equal(0o600);
+    expect(store.usedBytes).to.equal(80_000);
+    // A run whose inputs this store holds frees them when it commits: its output never waits.
+    await store.put('d'.repeat(40), Buffer.alloc(90_000), { freesInputs: true });
+    expect(store.usedBytes).to.equal(170_000);
+  });
+
+  /**
+   * jsline's three tasks on the direct path with stores of 200 KB, and 30 items of 50 KB through
+   * them (each task's stream 7.5 times its store): on three nodes, or all on one (one store).
+   */
+  async function stream(nodes: 'three' | 'one'): Promise<void> {
+    const app = specOf(fixtureAppDir('jsline'));
+    await rig.client.flushall();
+    await configureApp(rig.client, PREFIX, app.name, { backoffMs: 20, lockMs: 5000, dataPath: 'direct', storeBytes: 200_000 });
+    const stores = join(rig.work, `stream-${nodes}`);
+    const nodeOf = (t: string): string => (nodes === 'one' ? 'one' : `node-${t}`);
+    for (const t of app.tasks.filter((x) => x.isDag)) {
+      closables.push(await TaskRunner.start({ app, task: t, node: nodeOf(t.name), redisUrl: rig.redis.url, prefix: PREFIX, workDir: join(rig.work, `w-${nodes}`), dataDir: join(stores, nodeOf(t.name)) }));
+    }
+    const out = join(rig.work, `out-${nodes}`);
+    closables.push(await Sink.start({ app: app.name, redisUrl: rig.redis.url, prefix: PREFIX, outputDir: out }));
+    const files = Array.from({ length: 30 }, (_, i) => {
+      const p = join(rig.work, `${i}${nodes}.txt`);
+      writeFileSync(p, `${String(i % 10).repeat(50_000)}\n`);
+      return p;
+    });
+    // The most each store held while the stream went through.
+    const most = new Map<string, number>();
+    const held = (dir: string): number => readdirSync(join(stores, dir)).filter((f) => /^[0-9a-f]{40}$/.test(f)).reduce((n, f) => {
+      try {
+        return n + statSync(join(stores, dir, f)).size;
+      } catch {
+        return n; // swept meanwhile
+      }
+    }, 0);
+    const watch = setInterval(() => {
+      for (const dir of readdirSync(stores)) most.set(dir, Math.max(most.get(dir) ?? 0, held(dir)));
+    }, 10);
+    try {
+      const items = await submitItems(rig.client, PREFIX, app, files, { runId: nodes });
+      // Within half the grace (SWEEP_GRACE_MS, 60 s): files kept for the grace would hold it longer.
+      const res = await waitForItems(rig.client, PREFIX, app.name, items.map((i) => i.item), { timeoutMs: SWEEP_GRACE_MS / 2 });
+      expect(res.filter((r) => !r.done || r.failed)).to.deep.equal([]);
+    } finally {
+      clearInterval(watch);
+    }
+    expect(readdirSync(out)).to.have.length(30);
+    expect(most.size).to.equal(nodes === 'one' ? 1 : 3);
+    // The budget. On one node the three runners (processes of their own in a deployment) each
+    // count their own puts between sweeps (store.ts), so the folder may hold up to three budgets.
+    for (const [dir, bytes] of most) expect(bytes, dir).to.be.at.most((nodes === 'one' ? 3 : 1) * 200_000);
+    await Promise.all(closables.splice(0).map((c) => c.close()));
+  }
+
+  it('a stream many times the store flows through it: what receivers took is removed at once, not after the grace', async () => {
+    await stream('three');
+  });
+
+  it('tasks of one node sharing its store do not block each other: a run that frees its inputs may always store its outputs', async () => {
+    await stream('one');
   });
 
   /** The transfers recorded on a link once `n` are there (the plane writes them without waiting). */

@@ -34,6 +34,26 @@ export interface StoreOptions {
   onFull?: () => void;
 }
 
+/**
+ * Whether files in `dir` keep the modes they are given: a fresh file reads 0600 and a marked one
+ * 0400. Where a mount decides modes (vfat's fmask, say) a fresh file could read as marked and go
+ * before its commit; there, files wait out the grace.
+ */
+function modesHold(dir: string): boolean {
+  const probe = join(dir, `.modes.${process.pid}`);
+  try {
+    closeSync(openSync(probe, 'w', 0o600));
+    chmodSync(probe, 0o600);
+    if ((statSync(probe).mode & 0o777) !== 0o600) return false;
+    chmodSync(probe, COMMITTED_MODE);
+    return (statSync(probe).mode & 0o777) === COMMITTED_MODE;
+  } catch {
+    return false;
+  } finally {
+    rmSync(probe, { force: true });
+  }
+}
+
 export interface PutOptions {
   /** The bytes come from a run that holds inputs kept in this store (it frees them when it commits). */
   freesInputs?: boolean;
@@ -43,8 +63,12 @@ export class NodeStore {
   private used = 0;
   private waiters: Array<() => void> = [];
 
+  /** Whether modes mark committed files here (a file system that shows its own modes cannot). */
+  private readonly marks: boolean;
+
   constructor(readonly dir: string, readonly opts: StoreOptions) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.marks = modesHold(dir);
     this.used = this.scan().reduce((s, f) => s + f.size, 0);
   }
 
@@ -169,7 +193,7 @@ export class NodeStore {
       if (!BLOB_ID.test(name)) continue;
       try {
         const st = statSync(join(this.dir, name));
-        out.push({ id: name, size: st.size, mtimeMs: st.mtimeMs, committed: (st.mode & 0o777) === COMMITTED_MODE });
+        out.push({ id: name, size: st.size, mtimeMs: st.mtimeMs, committed: this.marks && (st.mode & 0o777) === COMMITTED_MODE });
       } catch {
         // removed meanwhile (another runner of the node swept it)
       }

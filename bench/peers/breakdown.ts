@@ -3,7 +3,7 @@
 // into segments from the timestamps the pipeline records anyway (item record, runtime records)
 // and the stamps written inside the task functions. Medians over the items, in ms.
 // Environment: BENCH_LATENCY_ITEMS (200), BENCH_TASK=python|javascript (python),
-// BENCH_DATA_PATH=central|direct (central).
+// BENCH_DATA_PATH=central|direct (central), BENCH_PAYLOAD_BYTES (100).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { log, median } from '../pipeline/measure.js';
 const LAT_N = Number(process.env.BENCH_LATENCY_ITEMS ?? 200);
 const PYTHON = (process.env.BENCH_TASK ?? 'python') === 'python';
 const DATA_PATH = (process.env.BENCH_DATA_PATH ?? 'central') as 'central' | 'direct';
+const PAYLOAD = Number(process.env.BENCH_PAYLOAD_BYTES ?? 100);
 
 /** Stamps (input name -> [start s, end s] per stage in order) written inside the task functions. */
 function readStamps(dir: string): Map<string, Array<[number, number]>> {
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   mkdirSync(stampDir);
   process.env.BENCH_STAMPS_DIR = stampDir;
   const server = await new RedisServer({ dir: join(root, 'redis') }).start();
-  const ours = new Ours(server.url, root, () => server.pid, { python: PYTHON, payload: Buffer.alloc(100, 'p'), files: LAT_N + 20, prefix: 'b:', dataPath: DATA_PATH });
+  const ours = new Ours(server.url, root, () => server.pid, { python: PYTHON, payload: Buffer.alloc(PAYLOAD, 'p'), files: LAT_N + 20, prefix: 'b:', dataPath: DATA_PATH });
   try {
     await ours.start();
     await ours.closedLoop(20); // warm

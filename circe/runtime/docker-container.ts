@@ -5,6 +5,7 @@ import type { RunnerSpec } from './types.js';
 import { RUNNER_UID } from './docker-base.js';
 import { containerAppDir } from './docker-image.js';
 import { MALLOC_ENV } from './malloc-env.js';
+import { runnerNodeFlags } from './node-flags.js';
 
 export const LABEL_APP = 'jupiter.app';
 export const LABEL_TASK = 'jupiter.task';
@@ -90,7 +91,7 @@ export function containerOptions(
   return {
     name: containerName(spec.app, spec.task),
     Image: image,
-    Cmd: overrides.cmd ?? ['node', RUNNER_ENTRY],
+    Cmd: overrides.cmd ?? ['node', ...runnerNodeFlags(docker.memoryMb), RUNNER_ENTRY],
     Env: runnerEnv(spec, docker.network),
     User: `${RUNNER_UID}:${RUNNER_UID}`,
     WorkingDir: WORK_DIR,

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runnerNodeFlags } from './node-flags.js';
 
 const stateFile = process.env.JUPITER_SUPERVISE_STATE;
 if (!stateFile) {
@@ -40,9 +41,10 @@ function writeState(): void {
 
 function startRunner(): void {
   const startedAt = Date.now();
-  // JUPITER_RUNNER_NODE_ARGS: extra node flags for the runner (profiling, heap size).
+  // JUPITER_RUNNER_NODE_ARGS: extra node flags for the runner (profiling, heap size); they come
+  // after the defaults, so they win.
   const extra = (process.env.JUPITER_RUNNER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const c = spawn(process.execPath, ['--enable-source-maps', ...extra, runnerMain], { stdio: ['ignore', 'inherit', 'inherit'], env: process.env });
+  const c = spawn(process.execPath, ['--enable-source-maps', ...runnerNodeFlags(), ...extra, runnerMain], { stdio: ['ignore', 'inherit', 'inherit'], env: process.env });
   child = c;
   writeState();
   c.on('exit', (code, signal) => {

@@ -7,6 +7,7 @@ import { containerOptions, containerRedisUrl } from '../../circe/runtime/docker-
 import { maskSecrets } from '../../circe/runtime/docker-progress.js';
 import { DockerRuntime, demuxLogs } from '../../circe/runtime/docker.js';
 import { importedPackages } from '../../circe/runtime/docker-image.js';
+import { runnerNodeFlags } from '../../circe/runtime/node-flags.js';
 import { chainApp, dockerCluster, specsFor } from './fixture.js';
 
 describe('docker runtime: configuration (no engine needed)', () => {
@@ -57,6 +58,13 @@ describe('docker runtime: configuration (no engine needed)', () => {
     expect(containerRedisUrl('redis://10.1.2.3:6379', 'bridge')).to.equal('redis://10.1.2.3:6379');
   });
 
+  it('starts runners with a larger old generation, an eighth of a container limit at most', () => {
+    expect(runnerNodeFlags()).to.deep.equal(['--initial-old-space-size=64']);
+    expect(runnerNodeFlags(512)).to.deep.equal(['--initial-old-space-size=64']);
+    expect(runnerNodeFlags(256)).to.deep.equal(['--initial-old-space-size=32']);
+    expect(runnerNodeFlags(64)).to.deep.equal([]);
+  });
+
   it('builds hardened container options with limits, labels and the env contract', () => {
     const { app, cleanup } = chainApp('opts', 1);
     try {
@@ -67,7 +75,7 @@ describe('docker runtime: configuration (no engine needed)', () => {
       expect(o.HostConfig).to.include({ NanoCpus: 1.5e9, Memory: 512 * 1024 * 1024, ReadonlyRootfs: true, NetworkMode: 'bridge' });
       expect(o.HostConfig?.ExtraHosts).to.deep.equal(['host.docker.internal:host-gateway']);
       expect(o.Env).to.include('JUPITER_REDIS_URL=redis://:pw@host.docker.internal:6379');
-      expect(o.Cmd).to.deep.equal(['node', '/jupiter/dist/circe/runner/main.js']);
+      expect(o.Cmd).to.deep.equal(['node', '--initial-old-space-size=64', '/jupiter/dist/circe/runner/main.js']);
     } finally {
       cleanup();
     }

@@ -15,12 +15,13 @@
 // (100, 1 MiB each), BENCH_WARM_ROUNDS (1: unmeasured rounds first), BENCH_ONLY (comma list of:
 // jupiter-py, jupiter-js, bullmq, dask, celery, big), BENCH_DATA_PATH (central | direct: Jupiter's data path; default central), BENCH_RESULTS
 // (JSON; default bench/results/peers.json, or peers-direct.json on the direct path).
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { runnerNodeFlags } from '../../circe/runtime/node-flags.js';
 import { RedisServer } from '../../orchestrator/stack/redis-server.js';
 import { treeCpuDelta, treeCpuUs, cpuUs } from '../proc-cpu.js';
 import { Ours } from '../pipeline/jupiter.js';
@@ -318,7 +319,17 @@ async function main(): Promise<void> {
   log(`results: ${out}`);
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+// The raw chains run in this process, so it gets the heap settings Jupiter's runners start with
+// (circe/runtime/node-flags.ts). Without them V8 ran a mark-compact here every few items of the
+// raw 1 MiB chain once Jupiter's rounds had grown this process's heap: the baseline swung between
+// 62 and 130 items/s (13-23 ms of CPU per item) where with them it runs 242-271 (~6 ms).
+const flags = runnerNodeFlags();
+if (flags.some((f) => !process.execArgv.includes(f))) {
+  const r = spawnSync(process.execPath, [...process.execArgv, ...flags, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+} else {
+  main().catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

@@ -49,7 +49,7 @@ import { Backlog } from './backlog.js';
 import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
-import { besideStore, defaultWorkRoot, openSlots, type WorkSlot } from './work-slots.js';
+import { besideStore, defaultWorkRoot, openSlots, taskWorkDir, type WorkSlot } from './work-slots.js';
 import { pipeline } from '../queue/pipeline.js';
 import { closeWorker, STOPPED_AWAY } from '../queue/close-worker.js';
 
@@ -192,7 +192,7 @@ export class TaskRunner {
       this.reruns = new Reruns({ redis: this.redis, keys: this.keys, task: task.name, node: this.opts.node, log: this.log, run: (rec) => this.rerun(rec) }).start();
     }
     this.invoker = await createInvoker(app, task, this.opts.node, { stderr: this.opts.taskStderr });
-    const work = this.opts.workDir ?? join(defaultWorkRoot(), 'jupiter-work', safeDir(app.name), safeDir(task.name));
+    const work = this.opts.workDir ?? taskWorkDir(defaultWorkRoot(), app.name, task.name);
     const parent = storeDir ? besideStore(work, storeDir, safeDir(task.name)) : work;
     this.slots = openSlots(parent, this.settings.concurrency);
     this.slotGate = new FifoGate(this.settings.concurrency);

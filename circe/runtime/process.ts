@@ -23,7 +23,7 @@ import type { HostFile } from '../runner/node-host.js';
 import { CENTRALIZED, ensureCentralizedMountPoint, usesCentralized } from '../compat/centralized.js';
 import { isAlive, isAliveWith, stopPid } from './pid.js';
 import { defaultDataRoot } from '../dataplane/plane.js';
-import { defaultWorkRoot } from '../runner/work-slots.js';
+import { defaultWorkRoot, pruneAppWork } from '../runner/work-slots.js';
 import type { RunnerHandle, RunnerSpec, Runtime, TeardownReport } from './types.js';
 import { withMallocEnv } from './malloc-env.js';
 
@@ -351,6 +351,8 @@ export class ProcessRuntime implements Runtime {
     }
     const hostDir = join(appStateDir(cluster, app), 'hosts');
     for (const f of (await readdir(hostDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'))) await rm(join(hostDir, f), { force: true });
+    // Work folders the killed runners could not remove, and the app's emptied folders.
+    if (pruneAppWork(defaultWorkRoot(), app)) removed.push(`work folders of ${app}`);
     // The nodes' data stores of the direct data path (one folder per node under this one).
     const data = defaultDataRoot(defaultWorkRoot(), cluster.redisPrefix, app);
     if (existsSync(data)) {

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSlots } from '../../circe/runner/work-slots.js';
+import { appWorkDir, openSlots, pruneAppWork, taskWorkDir } from '../../circe/runner/work-slots.js';
 
 const roots: Array<[string, string]> = [['a disk folder', tmpdir()]];
 if (existsSync('/dev/shm')) roots.push(['tmpfs (/dev/shm)', '/dev/shm']);
@@ -77,3 +77,34 @@ for (const [label, root] of roots) {
     });
   });
 }
+
+describe('work folders after teardown (pruneAppWork)', () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'jupiter-prune-'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('removes the slots of dead runners and the emptied task and app folders', () => {
+    const t0 = taskWorkDir(root, 'my app', 't0');
+    // pid 2^22+1 is above Linux's pid_max: no such process.
+    mkdirSync(join(t0, '4194305-0-s0', 'input'), { recursive: true });
+    writeFileSync(join(t0, '4194305-0-s0', 'input', 'x'), 'x');
+    mkdirSync(taskWorkDir(root, 'my app', 't1'), { recursive: true });
+    expect(pruneAppWork(root, 'my app')).to.equal(true);
+    expect(existsSync(appWorkDir(root, 'my app'))).to.equal(false);
+    expect(existsSync(join(root, 'jupiter-work'))).to.equal(true);
+  });
+
+  it('keeps the slots of live processes and their parents; nothing to do for an unknown app', () => {
+    const t0 = taskWorkDir(root, 'app', 't0');
+    const [slot] = openSlots(t0, 1);
+    mkdirSync(taskWorkDir(root, 'app', 't1'), { recursive: true });
+    expect(pruneAppWork(root, 'app')).to.equal(false);
+    expect(existsSync(slot!.pathin)).to.equal(true);
+    expect(existsSync(taskWorkDir(root, 'app', 't1'))).to.equal(false);
+    slot!.remove();
+    expect(pruneAppWork(root, 'app')).to.equal(true);
+    expect(pruneAppWork(root, 'other')).to.equal(false);
+  });
+});

@@ -49,7 +49,7 @@ import { Backlog } from './backlog.js';
 import { commitGroup, type Settle } from './commit.js';
 import { FifoGate, Grouper } from './group.js';
 import { FETCH_AHEAD, GROUP_BYTES, HELD_BYTES, prefetchWindow } from './limits.js';
-import { besideStore, defaultWorkRoot, openSlots, taskWorkDir, type WorkSlot } from './work-slots.js';
+import { besideStore, defaultWorkRoot, openSlots, safeDir, taskWorkDir, type WorkSlot } from './work-slots.js';
 import { pipeline } from '../queue/pipeline.js';
 import { closeWorker, STOPPED_AWAY } from '../queue/close-worker.js';
 
@@ -94,8 +94,6 @@ export function isPermanent(e: unknown): boolean {
 
 /** ms since epoch with µs resolution (per-hop latencies are well under a millisecond). */
 export const nowMs = (): number => Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
-
-const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
 
 /** Thrown for a delivery that had not started when the runner began to stop. */
 const STOPPING = new Error('runner stopping');

@@ -140,7 +140,8 @@ export class WorkSlot {
   }
 }
 
-const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
+/** A name made safe as one folder name (app, task and node names become folders). */
+export const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
 
 /** The folder of an app's work folders on this machine: `<root>/jupiter-work/<app>`. */
 export function appWorkDir(root: string, app: string): string {

@@ -352,9 +352,10 @@ export class ProcessRuntime implements Runtime {
     const hostDir = join(appStateDir(cluster, app), 'hosts');
     for (const f of (await readdir(hostDir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'))) await rm(join(hostDir, f), { force: true });
     // Work folders the killed runners could not remove, and the app's emptied folders.
-    if (pruneAppWork(defaultWorkRoot(), app)) removed.push(`work folders of ${app}`);
+    const workRoot = defaultWorkRoot();
+    if (pruneAppWork(workRoot, app)) removed.push(`work folders of ${app}`);
     // The nodes' data stores of the direct data path (one folder per node under this one).
-    const data = defaultDataRoot(defaultWorkRoot(), cluster.redisPrefix, app);
+    const data = defaultDataRoot(workRoot, cluster.redisPrefix, app);
     if (existsSync(data)) {
       await rm(data, { recursive: true, force: true });
       removed.push(`data folder ${data}`);

@@ -34,6 +34,8 @@
 //   A blob:<id>:r             string  a re-run of the blob's producer was asked (expires)
 //   A rerun:<task>            list    re-run requests for the task (JSON {blob, why, at})
 //   A ready                   hash    task -> JSON {node, pid, at}: the runner consumes its queue (deploy waits for all)
+//   A placement               hash    task -> node, written with every mapping record (deploy, repair, re-map):
+//                                     a runner its task moved away from stops (circe/fence)
 import { redisKeys } from '../../config/redis-keys.js';
 
 export const SINK_QUEUE = 'home';
@@ -65,6 +67,7 @@ export interface AppKeys {
   helper(task: string): string;
   owners: string;
   ready: string;
+  placement: string;
   dataToken: string;
   dataNodes(node: string): string;
   /** Where a node's stores are (machine, folder), for receivers on the same machine (plane.ts). */
@@ -104,6 +107,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     helper: (t) => `${a}helper:${t}`,
     owners: `${a}owners`,
     ready: `${a}ready`,
+    placement: `${a}placement`,
     dataToken: `${a}datatoken`,
     dataNodes: (n) => `${a}data:${n}`,
     dataDirs: (n) => `${a}datadir:${n}`,

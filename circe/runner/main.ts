@@ -17,6 +17,7 @@ import { appKeys, SINK_QUEUE } from '../queue/keys.js';
 import { readRunnerEnv } from './env.js';
 import { centralizedLaunch } from '../compat/centralized.js';
 import { defaultWorkRoot } from './work-slots.js';
+import { PlacementFence } from '../fence/placement-fence.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
@@ -98,10 +99,22 @@ async function main(): Promise<number> {
   const dataDir = env.dataDir && writable(env.dataDir) ? env.dataDir : undefined;
   if (env.dataDir && !dataDir) log(`${where}: ${env.dataDir} is not writable by uid ${process.getuid?.()}; the node's data store stays in /tmp and is lost when this runner restarts`);
   const runner = await TaskRunner.start({ app, task, node: env.node, redisUrl: env.redisUrl, prefix: env.redisPrefix, workDir: env.workDir, dataDir, log });
-  closing = () => runner.close();
+  // Exit 0 when the task was moved to another node while this one was out of reach: neither the
+  // supervisor nor the container's restart policy starts a runner that ended normally.
+  const fence = PlacementFence.start({
+    redis: runner.connection, key: appKeys(env.redisPrefix, env.app).placement, task: task.name, node: env.node,
+    onMoved: (to) => {
+      log(`${where}: ${task.name} now runs on ${to} (moved while this node was out of reach); stopping this runner`);
+      process.kill(process.pid, 'SIGTERM');
+    },
+  });
+  closing = () => {
+    fence.stop();
+    return runner.close();
+  };
   await announceReady(announcer, env.redisPrefix, env.app, env.task, env.node);
   log(`${where}: consuming queue ${task.name} (Redis ${maskUrl(env.redisUrl)}${runner.invokerPid ? `, python worker pid ${runner.invokerPid}` : ''})`);
-  if (stopping) await runner.close();
+  if (stopping) await closing();
   await stopped;
   return 0;
 }

@@ -22,6 +22,7 @@ import { connectRedis } from '../queue/connection.js';
 import { appKeys } from '../queue/keys.js';
 import { withScripts } from '../queue/scripts.js';
 import { TaskRunner } from './task-runner.js';
+import { PlacementFence } from '../fence/placement-fence.js';
 
 /** What the runtime tells a host (JUPITER_HOST_FILE). */
 export interface HostFile {
@@ -56,6 +57,7 @@ interface Hosted {
   fd: number;
   log(msg: string): void;
   runner?: TaskRunner;
+  fence?: PlacementFence;
   starting?: Promise<void>;
   retry?: NodeJS.Timeout;
   failures: number;
@@ -70,6 +72,8 @@ export class NodeHost {
   private readonly fork?: PyForkServer;
   private reconciling: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Tasks moved to another node while this one was out of reach (the fence): not started again while the host file lists them. */
+  private readonly movedAway = new Set<string>();
 
   private constructor(private readonly file: string, private readonly spec: HostFile, private readonly app: AppSpec, private readonly log: (msg: string) => void) {
     const name = `jupiter:${spec.app}:host:${spec.node}`;
@@ -107,6 +111,8 @@ export class NodeHost {
         this.log(`cannot read ${this.file}: ${(e as Error).message}; keeping the tasks as they are`);
         return;
       }
+      for (const t of this.movedAway) if (!wanted.includes(t)) this.movedAway.delete(t);
+      wanted = wanted.filter((t) => !this.movedAway.has(t));
       const gone = [...this.hosted.keys()].filter((t) => !wanted.includes(t));
       await Promise.all(gone.map((t) => this.stopTask(t)));
       const fresh: Hosted[] = [];
@@ -145,6 +151,14 @@ export class NodeHost {
         }
         h.runner = runner;
         h.failures = 0;
+        h.fence = PlacementFence.start({
+          redis: this.redis, key: appKeys(this.spec.redisPrefix, this.app.name).placement, task: h.task.name, node: this.spec.node,
+          onMoved: (to) => {
+            h.log(`${where}: ${h.task.name} now runs on ${to} (moved while this node was out of reach); stopping it here`);
+            this.movedAway.add(h.task.name);
+            void this.stopTask(h.task.name);
+          },
+        });
         await this.redis.hset(appKeys(this.spec.redisPrefix, this.app.name).ready, h.task.name, JSON.stringify({ node: this.spec.node, pid: process.pid, at: Date.now() })).catch(() => undefined);
         h.log(`${where}: consuming queue ${h.task.name} in node host pid ${process.pid}${runner.invokerPid ? `, python worker pid ${runner.invokerPid}` : ''}`);
       } catch (e) {
@@ -164,6 +178,7 @@ export class NodeHost {
     this.hosted.delete(name);
     h.stopped = true;
     clearTimeout(h.retry);
+    h.fence?.stop();
     await h.starting;
     await h.runner?.close().catch((e: Error) => h.log(`closing: ${e.message}`));
     // A runner that never started left its interpreter unclaimed.

@@ -168,6 +168,11 @@ export class TaskRunner {
     return r;
   }
 
+  /** The runner's command connection (not its worker's blocking one), for watchers of its own. */
+  get connection(): Redis {
+    return this.redis;
+  }
+
   get invokerPid(): number | undefined {
     return this.invoker?.pid;
   }

@@ -4,9 +4,10 @@
 // deployment used when Redis lost it or the shell lacks the configuration used at deploy time.
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
 import { redisKeys } from '../../config/redis-keys.js';
+import { appKeys } from '../../circe/queue/keys.js';
 import type { DockerEndpoint, RuntimeName } from '../../config/types.js';
 
 /** A Docker engine a deployment used: enough to reach it again without the configuration. */
@@ -45,12 +46,19 @@ export async function writeDeployment(redis: Redis, prefix: string, rec: Deploym
     writeFileSync(`${file}.tmp`, `${JSON.stringify(rec, null, 2)}\n`, { mode: 0o600 });
     renameSync(`${file}.tmp`, file);
   }
-  await redis
-    .multi()
+  await addMapping(redis.multi(), prefix, mapping)
     .set(deploymentKey(prefix, rec.app), JSON.stringify(rec))
-    .set(keys.mapping(rec.app), JSON.stringify(mapping))
     .sadd(keys.apps(), rec.app)
     .exec();
+}
+
+/**
+ * Write a mapping record into a MULTI: the record, and the placement hash its runners read (a
+ * runner its task moved away from stops: circe/fence/placement-fence.ts), in one step.
+ */
+export function addMapping(multi: ChainableCommander, prefix: string, mapping: MappingRecord): ChainableCommander {
+  const placement = appKeys(prefix, mapping.app).placement;
+  return multi.set(redisKeys(prefix).mapping(mapping.app), JSON.stringify(mapping)).del(placement).hset(placement, mapping.mapping);
 }
 
 export async function readDeployment(redis: Redis, prefix: string, app: string): Promise<DeploymentRecord | undefined> {

@@ -4,12 +4,11 @@
 // the live re-map (adapt/move.ts: `+remap`, with a grace for the runner leaving its node).
 import type { Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
-import { redisKeys } from '../../config/redis-keys.js';
 import type { AppSpec, ClusterConfig, Mapping } from '../../config/types.js';
 import { simulate, type Problem } from '../../mappers/index.js';
 import { usePrivateEngine } from '../stack/dockerd.js';
 import { readStackState, stateDir } from '../stack/state.js';
-import type { DeploymentRecord } from './record.js';
+import { addMapping, type DeploymentRecord } from './record.js';
 import { runtimeFor } from './runtimes.js';
 
 export interface RelocateContext {
@@ -52,6 +51,6 @@ export async function relocateTasks(ctx: RelocateContext, app: AppSpec, dep: Dep
     schedule: Object.entries(sim.schedule).map(([task, s]) => ({ task, node: s.node, start: s.start, finish: s.finish })),
     ts: Date.now(),
   };
-  await redis.set(redisKeys(prefix).mapping(app.name), JSON.stringify(next));
+  await addMapping(redis.multi(), prefix, next).exec();
   return next;
 }

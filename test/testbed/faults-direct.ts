@@ -13,9 +13,13 @@
 //   a node lost        node2's agent and runners killed for good (t2 paused meanwhile, so that
 //                      node2 keeps outputs nobody took): the reconciler moves t1, and what
 //                      node2 kept for t2 is made again from t0's outputs on node1 (lineage)
+//   a node cut off     t2's node (node3) cut from every other host and its engine out of the
+//   and back           hub's reach: its runners live on where nobody can stop them; the tasks
+//                      move, the stream completes without node3; once node3 is back its stale
+//                      runners see the new placement and stop by themselves (circe/fence)
 // Each prints `sent N, delivered N, lost 0, duplicates at the sink 0`.
 import { expect } from 'chai';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import type { Redis } from 'ioredis';
@@ -30,6 +34,7 @@ import { appKeys, bullKey, SINK_QUEUE } from '../../circe/queue/keys.js';
 import { submitItems } from '../../circe/home/source.js';
 import { waitForItems } from '../../circe/home/wait.js';
 import { containerName } from '../../circe/runtime/docker-container.js';
+import { demuxLogs } from '../../circe/runtime/docker.js';
 import { measuredPartDone } from '../support/measured.js';
 
 const APP = 'tbfaults';
@@ -225,5 +230,50 @@ export function faultsDirectSuite(rig: () => TestbedRig | undefined, middle?: ()
       console.log(`      lineage: t1 re-ran ${rerun} invocation(s) whose outputs were lost with node2 (t2 asked for ${ahead} of them ahead)`);
       expect(rerun).to.be.greaterThan(0);
     });
+
+    it('a node cut off and back (t2\'s node: links down, engine out of reach; its stale runners stop by themselves)', async () => {
+      const before = (await readMapping(redis!, PREFIX, APP))!.mapping;
+      const victim = before.t2!;
+      const tasks = Object.keys(PIN).filter((t) => before[t] === victim);
+      const stale = await Promise.all(tasks.map((t) => runnerPid(t, victim)));
+      const others = state.hosts.map((h) => h.name).filter((h) => h !== victim);
+      const socket = state.hosts.find((h) => h.name === victim)!.engine!.socket;
+      const links = async (how: '--down' | '--up'): Promise<void> => {
+        for (const h of others) await box!.ok(['testbed', 'link', victim, h, how, '--dir', 'tb']);
+      };
+      let away = false;
+      try {
+        await stream('c', 60, 10, async () => {
+          // Out of reach: no packet to or from the other hosts (the home's Redis included), and the
+          // hub cannot ask its engine to stop anything (its socket hidden: the best-effort removal
+          // of a moved task's old container fails, as for an engine behind a cut link).
+          await links('--down');
+          renameSync(socket, `${socket}.away`);
+          away = true;
+          const t0 = Date.now();
+          const after = await until(async () => {
+            const m = (await readMapping(redis!, PREFIX, APP))!.mapping;
+            return tasks.every((t) => m[t] !== victim) ? m : undefined;
+          }, 60_000, `the reconciler to move ${tasks.join(', ')} off ${victim}`, 200);
+          return `cut ${victim} off (links to ${others.join(', ')} down, engine out of reach); ${tasks.map((t) => `${t} -> ${after[t]}`).join(', ')} after ${((Date.now() - t0) / 1000).toFixed(1)} s`;
+        });
+        // Back: the stale runners still run there (nobody could stop them) until they see the move.
+        renameSync(`${socket}.away`, socket);
+        away = false;
+        for (const { container } of stale) expect((await container.inspect()).State.Running).to.equal(true);
+        await links('--up');
+        const t0 = Date.now();
+        await until(async () => (await Promise.all(stale.map(async ({ container }) => (await container.inspect()).State))).every((st) => !st.Running && st.ExitCode === 0), 120_000, `the stale runners on ${victim} to stop`, 500);
+        const logs = await Promise.all(stale.map(async ({ container }) => demuxLogs(await container.logs({ stdout: true, stderr: true, follow: false }) as unknown as Buffer).combined));
+        for (const l of logs) expect(l).to.match(/moved while this node was out of reach/);
+        console.log(`      ${victim} back: its ${stale.length} stale runner(s) stopped by themselves ${((Date.now() - t0) / 1000).toFixed(1)} s after the links came back`);
+      } finally {
+        if (away) renameSync(`${socket}.away`, socket);
+      }
+      // And the stream goes on, once, with the tasks where the placement says (no stale runner takes part).
+      await stream('b', 20, 5, () => Promise.resolve('after the cut'));
+      for (const { container } of stale) expect((await container.inspect()).State.Running).to.equal(false);
+    });
   });
 }
+

@@ -3,24 +3,28 @@
 // (heartbeat keys expire within 2.5 heartbeat periods). Tasks of a lost node are moved to the
 // surviving nodes (mappers/repair.ts: the others stay put), their runners are started there, and
 // the new placement is written where the dashboard and `status` read it. Items the lost runners
-// held go straight back to their queues (requeue.ts), so the stream continues without loss.
+// held go straight back to their queues (requeue.ts), so the stream continues without loss. A
+// missing heartbeat counts only while another node has been live without a break (witness.ts).
 import type { Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
 import { loadApp } from '../../config/app/load.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { HOME, type ClusterConfig } from '../../config/types.js';
 import { placeHelperTasks, problemFromProfiles, repairMapping } from '../../mappers/index.js';
-import { liveAgents } from '../../profilers/agent/registry.js';
+import { DEFAULT_HEARTBEAT_MS, HEARTBEAT_TTL_FACTOR, liveAgents } from '../../profilers/agent/registry.js';
 import { connectRedis } from '../../circe/queue/connection.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { relocateTasks } from '../deploy/relocate.js';
+import { observeLive } from './witness.js';
 
 export interface ReconcilerOptions {
   redisUrl: string;
   cluster: ClusterConfig;
   intervalMs?: number;
   log?: (line: string) => void;
+  /** How long another node must have been live without a break before a missing one counts as lost (ms; one heartbeat lifetime). */
+  witnessMs?: number;
 }
 
 export interface Repair {
@@ -37,10 +41,16 @@ export class Reconciler {
   private readonly log: (line: string) => void;
   /** Repairs done so far (newest last), for tests and the hub's log. */
   readonly repairs: Repair[] = [];
+  /** When each live node was first seen live without a break since (the hub's clock). */
+  private readonly liveSince = new Map<string, number>();
+  // The hub's first looks hold too (no node seen for long yet): not worth a line.
+  private holding = true;
+  private readonly witnessMs: number;
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.redis = connectRedis(opts.redisUrl, { name: 'jupiter:reconciler' });
     this.log = opts.log ?? (() => undefined);
+    this.witnessMs = opts.witnessMs ?? DEFAULT_HEARTBEAT_MS * HEARTBEAT_TTL_FACTOR;
   }
 
   start(): this {
@@ -70,6 +80,7 @@ export class Reconciler {
     const prefix = cluster.redisPrefix;
     const live = new Set((await liveAgents(this.redis, redisKeys(prefix))).map((a) => a.node));
     const done: Repair[] = [];
+    if (!this.witnessed(live)) return done;
     for (const name of await deployedApps(this.redis, prefix)) {
       const rec = await readMapping(this.redis, prefix, name);
       if (!rec) continue;
@@ -79,6 +90,14 @@ export class Reconciler {
       if (repair) done.push(repair);
     }
     return done;
+  }
+
+  /** Whether a missing heartbeat can mean a lost node now (witness.ts); says so when that changes. */
+  private witnessed(live: Set<string>): boolean {
+    const witness = observeLive(this.liveSince, live, Date.now(), this.witnessMs);
+    if (!witness && live.size > 0 && !this.holding) this.log(`no node has been live for ${this.witnessMs / 1000} s without a break (the home's links back?): no node counts as lost until one has`);
+    this.holding = !witness;
+    return witness;
   }
 
   private async repairApp(name: string, rec: MappingRecord, lost: string[], live: string[]): Promise<Repair | undefined> {

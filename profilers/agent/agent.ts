@@ -17,6 +17,9 @@ import { ResourceProfiler, defaultResourceOptions, type ResourceOptions } from '
 import { DEFAULT_HEARTBEAT_MS, deregister, heartbeat, liveAgents, type AgentRegistration } from './registry.js';
 import type { AgentMessage } from './inbox.js';
 
+/** Heartbeats without an answer before the agent drops its Redis connection and opens a new one. */
+const STALLED_BEATS = 2;
+
 export interface AgentContext {
   node: string;
   redis: Redis;
@@ -63,6 +66,8 @@ export class Agent {
   private overhead?: OverheadProber;
   private reg?: AgentRegistration;
   private beatTimer?: NodeJS.Timeout;
+  /** When the beat under way started (0: none): beats do not pile up behind a stalled connection. */
+  private beatSince = 0;
   private inboxLoop?: Promise<void>;
   private running = false;
   private live: AgentRegistration[] = [];
@@ -156,11 +161,26 @@ export class Agent {
 
   private async beat(): Promise<void> {
     if (!this.running || !this.redis || !this.reg) return;
+    if (this.beatSince) {
+      // The last beat has not come back. A connection stalled behind a cut link is retransmitted
+      // at growing intervals, so once the link returns it may stay silent for tens of seconds more
+      // (after a 30 s cut of the home's links the hub took agents that were late for lost and moved
+      // every task of the testbed's chain); a new connection is up within a few seconds.
+      if (Date.now() - this.beatSince > STALLED_BEATS * this.reg.periodMs && this.redis.status === 'ready') {
+        this.log(`no answer from Redis for ${STALLED_BEATS} heartbeats; connecting again`);
+        this.beatSince = Date.now();
+        this.redis.disconnect(true);
+      }
+      return;
+    }
+    this.beatSince = Date.now();
     try {
       await heartbeat(this.redis, this.keys, this.reg);
       await this.readPeers();
     } catch (e) {
       this.log(`heartbeat failed: ${(e as Error).message}`);
+    } finally {
+      this.beatSince = 0;
     }
   }
 

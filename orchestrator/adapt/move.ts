@@ -51,11 +51,7 @@ export async function moveTasks(ctx: MoveContext, app: AppSpec, plan: RemapPlan,
   const moves = plan.moves.filter((m) => current.mapping[m.task] !== m.to);
   const started = Date.now();
   const k = appKeys(prefix, app.name);
-  if (moves.length > 0) {
-    ctx.log?.(`${app.name}: moving ${moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}`);
-    // While set, a runner that stops serves what it stored until taken (bounded; expires).
-    await redis.set(k.moving, JSON.stringify(moves), 'EX', MOVE_GRACE_SEC * 3);
-  }
+  if (moves.length > 0) ctx.log?.(`${app.name}: moving ${moves.map((m) => `${m.task} ${m.from}->${m.to}`).join(', ')}`);
   await relocateTasks(ctx, app, dep, current, plan.problem, Object.fromEntries(moves.map((m) => [m.task, m.to])), {
     suffix: '+remap', moveGraceSec: MOVE_GRACE_SEC, started: () => waitMoved(redis, k.ready, moves),
   });

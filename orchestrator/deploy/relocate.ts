@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
 import type { AppSpec, ClusterConfig, Mapping } from '../../config/types.js';
 import { simulate, type Problem } from '../../mappers/index.js';
+import { appKeys } from '../../circe/queue/keys.js';
 import { usePrivateEngine } from '../stack/dockerd.js';
 import { readStackState, stateDir } from '../stack/state.js';
 import { addMapping, type DeploymentRecord } from './record.js';
@@ -21,7 +22,7 @@ export interface RelocateContext {
 export interface RelocateOptions {
   /** Appended once to the mapper's name in the placement record. */
   suffix: '+remap' | '+repair';
-  /** Grace the runner a task leaves gets to finish its item (runtime stop; s). */
+  /** Grace the runner a task leaves gets to finish its item and hand over what it stored (runtime stop; s). */
   moveGraceSec?: number;
   /** Runs after the new runners were started, before the placement is written (wait for them). */
   started?: () => Promise<void>;
@@ -33,6 +34,13 @@ export async function relocateTasks(ctx: RelocateContext, app: AppSpec, dep: Dep
   const prefix = cluster.redisPrefix;
   const tasks = Object.keys(moved);
   if (tasks.length > 0) {
+    if (opts.moveGraceSec !== undefined) {
+      // While set, a runner that stops serves what it stored until taken (bounded; expires), so
+      // that its receivers need not make it again: the old runner may well be alive (a live
+      // re-map; a node whose agent died while its runners went on).
+      const moves = tasks.map((task) => ({ task, from: current.mapping[task], to: moved[task] }));
+      await redis.set(appKeys(prefix, app.name).moving, JSON.stringify(moves), 'EX', opts.moveGraceSec * 3);
+    }
     const runtime = runtimeFor(dep.runtime);
     // A private engine the stack started after this hub did: local nodes' containers live there.
     usePrivateEngine(cluster, readStackState(stateDir(cluster.stateDir)));

@@ -11,19 +11,20 @@ import { loadApp } from '../../config/app/load.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { HOME, type ClusterConfig } from '../../config/types.js';
 import { placeHelperTasks, problemFromProfiles, repairMapping } from '../../mappers/index.js';
-import { DEFAULT_HEARTBEAT_MS, HEARTBEAT_TTL_FACTOR, liveAgents } from '../../profilers/agent/registry.js';
+import { liveAgents } from '../../profilers/agent/registry.js';
 import { connectRedis } from '../../circe/queue/connection.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { relocateTasks } from '../deploy/relocate.js';
-import { observeLive } from './witness.js';
+import { observeLive, WITNESS_MS } from './witness.js';
+import { MOVE_GRACE_SEC } from '../adapt/move.js';
 
 export interface ReconcilerOptions {
   redisUrl: string;
   cluster: ClusterConfig;
   intervalMs?: number;
   log?: (line: string) => void;
-  /** How long another node must have been live without a break before a missing one counts as lost (ms; one heartbeat lifetime). */
+  /** How long another node must have been live without a break before a missing one counts as lost (ms; WITNESS_MS). */
   witnessMs?: number;
 }
 
@@ -43,14 +44,14 @@ export class Reconciler {
   readonly repairs: Repair[] = [];
   /** When each live node was first seen live without a break since (the hub's clock). */
   private readonly liveSince = new Map<string, number>();
-  // The hub's first looks hold too (no node seen for long yet): not worth a line.
-  private holding = true;
+  private holdSaid = false;
+  private seenAny = false;
   private readonly witnessMs: number;
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.redis = connectRedis(opts.redisUrl, { name: 'jupiter:reconciler' });
     this.log = opts.log ?? (() => undefined);
-    this.witnessMs = opts.witnessMs ?? DEFAULT_HEARTBEAT_MS * HEARTBEAT_TTL_FACTOR;
+    this.witnessMs = opts.witnessMs ?? WITNESS_MS;
   }
 
   start(): this {
@@ -94,9 +95,11 @@ export class Reconciler {
 
   /** Whether a missing heartbeat can mean a lost node now (witness.ts); says so when that changes. */
   private witnessed(live: Set<string>): boolean {
-    const witness = observeLive(this.liveSince, live, Date.now(), this.witnessMs);
-    if (!witness && live.size > 0 && !this.holding) this.log(`no node has been live for ${this.witnessMs / 1000} s without a break (the home's links back?): no node counts as lost until one has`);
-    this.holding = !witness;
+    const witness = observeLive(this.liveSince, live, Date.now(), this.witnessMs, !this.seenAny);
+    this.seenAny ||= live.size > 0;
+    // Said once per hold, when nodes are back but none for long enough (while none is live, nothing can move anyway).
+    if (!witness && live.size > 0 && !this.holdSaid) this.log(`no node has been live for ${this.witnessMs / 1000} s without a break (the home's links back?): no node counts as lost until one has`);
+    this.holdSaid = !witness && (this.holdSaid || live.size > 0);
     return witness;
   }
 
@@ -116,7 +119,9 @@ export class Reconciler {
     for (const [t, n] of Object.entries(helperNodes)) moved[t] = [rec.mapping[t]!, n];
     this.log(`${name}: node(s) ${lost.join(', ')} lost; moving ${Object.entries(moved).map(([t, [a, b]]) => `${t} ${a}->${b}`).join(', ')}`);
     // The new runners take back the jobs the lost ones held as they start (requeueHeldJobs).
-    await relocateTasks({ redis: this.redis, cluster, redisUrl: this.opts.redisUrl }, app, dep, rec, problem, Object.fromEntries(Object.entries(moved).map(([t, [, to]]) => [t, to])), { suffix: '+repair' });
+    // With a grace: a runner left on a node that is alive after all (its agent died, or came back
+    // late) hands over what it stored before it goes, instead of leaving its receivers to wait.
+    await relocateTasks({ redis: this.redis, cluster, redisUrl: this.opts.redisUrl }, app, dep, rec, problem, Object.fromEntries(Object.entries(moved).map(([t, [, to]]) => [t, to])), { suffix: '+repair', moveGraceSec: MOVE_GRACE_SEC });
     const repair = { app: name, lost, moved, at: Date.now() };
     this.repairs.push(repair);
     return repair;

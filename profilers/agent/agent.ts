@@ -18,7 +18,7 @@ import { DEFAULT_HEARTBEAT_MS, deregister, heartbeat, liveAgents, type AgentRegi
 import type { AgentMessage } from './inbox.js';
 
 /** Heartbeats without an answer before the agent drops its Redis connection and opens a new one. */
-const STALLED_BEATS = 2;
+const STALLED_BEATS = 3;
 
 export interface AgentContext {
   node: string;
@@ -68,6 +68,7 @@ export class Agent {
   private beatTimer?: NodeJS.Timeout;
   /** When the beat under way started (0: none): beats do not pile up behind a stalled connection. */
   private beatSince = 0;
+  private tickAt = 0;
   private inboxLoop?: Promise<void>;
   private running = false;
   private live: AgentRegistration[] = [];
@@ -161,19 +162,24 @@ export class Agent {
 
   private async beat(): Promise<void> {
     if (!this.running || !this.redis || !this.reg) return;
+    // A late tick means this process was starved (a busy machine), not that Redis is silent: the
+    // beat under way is not judged on this one.
+    const now = Date.now();
+    const onTime = now - this.tickAt < 1.5 * this.reg.periodMs;
+    this.tickAt = now;
     if (this.beatSince) {
       // The last beat has not come back. A connection stalled behind a cut link is retransmitted
       // at growing intervals, so once the link returns it may stay silent for tens of seconds more
       // (after a 30 s cut of the home's links the hub took agents that were late for lost and moved
       // every task of the testbed's chain); a new connection is up within a few seconds.
-      if (Date.now() - this.beatSince > STALLED_BEATS * this.reg.periodMs && this.redis.status === 'ready') {
+      if (onTime && now - this.beatSince > STALLED_BEATS * this.reg.periodMs && this.redis.status === 'ready') {
         this.log(`no answer from Redis for ${STALLED_BEATS} heartbeats; connecting again`);
-        this.beatSince = Date.now();
+        this.beatSince = now;
         this.redis.disconnect(true);
       }
       return;
     }
-    this.beatSince = Date.now();
+    this.beatSince = now;
     try {
       await heartbeat(this.redis, this.keys, this.reg);
       await this.readPeers();

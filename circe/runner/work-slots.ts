@@ -143,9 +143,14 @@ export class WorkSlot {
 /** A name made safe as one folder name (app, task and node names become folders). */
 export const safeDir = (s: string): string => s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
 
+/** The folder of every app's work folders on this machine: `<root>/jupiter-work`. */
+export function workAppsDir(root: string): string {
+  return join(root, 'jupiter-work');
+}
+
 /** The folder of an app's work folders on this machine: `<root>/jupiter-work/<app>`. */
 export function appWorkDir(root: string, app: string): string {
-  return join(root, 'jupiter-work', safeDir(app));
+  return join(workAppsDir(root), safeDir(app));
 }
 
 /** The parent of one task's work slots: `<root>/jupiter-work/<app>/<task>`. */

@@ -24,8 +24,6 @@ export interface ReconcilerOptions {
   cluster: ClusterConfig;
   intervalMs?: number;
   log?: (line: string) => void;
-  /** How long another node must have been live without a break before a missing one counts as lost (ms; WITNESS_MS). */
-  witnessMs?: number;
 }
 
 export interface Repair {
@@ -46,12 +44,10 @@ export class Reconciler {
   private readonly liveSince = new Map<string, number>();
   private holdSaid = false;
   private seenAny = false;
-  private readonly witnessMs: number;
 
   constructor(private readonly opts: ReconcilerOptions) {
     this.redis = connectRedis(opts.redisUrl, { name: 'jupiter:reconciler' });
     this.log = opts.log ?? (() => undefined);
-    this.witnessMs = opts.witnessMs ?? WITNESS_MS;
   }
 
   start(): this {
@@ -95,10 +91,10 @@ export class Reconciler {
 
   /** Whether a missing heartbeat can mean a lost node now (witness.ts); says so when that changes. */
   private witnessed(live: Set<string>): boolean {
-    const witness = observeLive(this.liveSince, live, Date.now(), this.witnessMs, !this.seenAny);
+    const witness = observeLive(this.liveSince, live, Date.now(), WITNESS_MS, !this.seenAny);
     this.seenAny ||= live.size > 0;
     // Said once per hold, when nodes are back but none for long enough (while none is live, nothing can move anyway).
-    if (!witness && live.size > 0 && !this.holdSaid) this.log(`no node has been live for ${this.witnessMs / 1000} s without a break (the home's links back?): no node counts as lost until one has`);
+    if (!witness && live.size > 0 && !this.holdSaid) this.log(`no node has been live for ${WITNESS_MS / 1000} s without a break (the home's links back?): no node counts as lost until one has`);
     this.holdSaid = !witness && (this.holdSaid || live.size > 0);
     return witness;
   }

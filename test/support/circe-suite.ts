@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { connectRedis } from '../../circe/queue/connection.js';
-import { defaultWorkRoot, pruneAppWork } from '../../circe/runner/work-slots.js';
+import { defaultWorkRoot, pruneAppWork, workAppsDir } from '../../circe/runner/work-slots.js';
 import { startTestRedis, type TestRedis } from './redis.js';
 
-/** The app folders under this machine's work root (<root>/jupiter-work). */
+/** The app folders under this machine's work root. */
 function workApps(): string[] {
   try {
-    return readdirSync(join(defaultWorkRoot(), 'jupiter-work'));
+    return readdirSync(workAppsDir(defaultWorkRoot()));
   } catch {
     return [];
   }

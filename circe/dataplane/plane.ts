@@ -47,6 +47,18 @@ const DEAD_TRUST_MS = 3000;
  * taken, even from a node whose heartbeat expired (cut off from Redis, not from us).
  */
 const ALIVE_CHECK_MS = 1000;
+/**
+ * A node whose heartbeat is live but where nothing serves a blob — every endpoint it registered
+ * refuses connections or lacks the blob, or none is left (its runners were killed, or stopped
+ * past the drain) — is given this long to come back (a runner restarting registers a new
+ * endpoint within a few seconds); then the blob's producer is asked to run again (lineage),
+ * instead of the receiver waiting out its fetch patience (120 s) on a store nobody serves.
+ * Connections that time out are a different matter (a partition: the bytes are kept there and
+ * come once the link is back), and never start this clock.
+ */
+export const UNSERVED_MS = 10_000;
+/** A node seen serving nothing counts as still so when seen again within this long (retries come every 2 s at most). */
+const UNSERVED_SEEN_MS = 5000;
 /** Waiting jobs looked at when a source is found dead (askAhead), and how many per Redis call (bounded memory: a job may carry 64 inline files). */
 const ASK_AHEAD_MAX = 1000;
 const ASK_AHEAD_CHUNK = 100;
@@ -156,6 +168,11 @@ export class DataPlane {
   /** Nodes found dead, with when (DEAD_TRUST_MS); and when each (node, queue) was asked ahead for. */
   private readonly dead = new Map<string, number>();
   private readonly askedAhead = new Map<string, number>();
+  /**
+   * Live nodes on which nothing serves at all (every endpoint refused, or none left): since when
+   * (UNSERVED_MS), and when that was last seen (an old sighting says nothing about now).
+   */
+  private readonly unserved = new Map<string, { since: number; seen: number }>();
   readonly stats = { fetched: 0, fetchedBytes: 0, local: 0, stored: 0, storedBytes: 0, retries: 0, reruns: 0 };
 
   /** Transfer records not yet written (batchNotes), and the timer that writes them if nobody does. */
@@ -272,6 +289,8 @@ export class DataPlane {
     let backoff = 100;
     let last: Error | undefined;
     let asked = false;
+    /** Since when nothing on src serves the blob (UNSERVED_MS), or undefined. */
+    let unservedSince: number | undefined;
     if (why.suspect && !this.dead.has(src) && (await this.heartbeatGone(src))) this.foundDead(src, why.queue);
     for (let round = 0; ; round++) {
       const near = round > 0 || lookNear ? await this.nearFile(src, blob) : undefined;
@@ -284,8 +303,10 @@ export class DataPlane {
           // gone meanwhile (swept after a re-run moved it): ask over the network
         }
       }
-      const list = (await this.stillDead(src)) ? [] : await this.endpointsOf(src, round > 0);
+      const gone = await this.stillDead(src);
+      const list = gone ? [] : await this.endpointsOf(src, round > 0);
       let missing = 0;
+      let refused = 0;
       // Transfers from one source node go in the order asked, each mostly alone on the link: a
       // runner that fetches ahead gets its next item's bytes at the link's full rate right after
       // the current one's, instead of splitting the link between them and delaying both. The
@@ -320,6 +341,7 @@ export class DataPlane {
           } catch (e) {
             last = e as Error;
             if (e instanceof BlobMissingError) missing++;
+            else if ((e as NodeJS.ErrnoException).code === 'ECONNREFUSED') refused++;
           }
         }
         // No endpoint answered: whether the node is dead is looked up before the lane goes on to
@@ -337,6 +359,18 @@ export class DataPlane {
       // Every runner of the node answered and none holds it: waiting alone will not bring it back.
       const allMissing = list.length > 0 && missing === list.length;
       const knownDead = this.knownDead(src);
+      // Nothing on src serves this blob now (some endpoints refused, the others lack it), or
+      // nothing on src serves at all (all refused, or no endpoint): the latter is the node's
+      // state, which the next fetches from it need not find out again, each for UNSERVED_MS.
+      const live = !gone && !knownDead;
+      const idle = live && (list.length === 0 || refused === list.length);
+      const now = Date.now();
+      if (idle) await this.seeUnserved(src, now);
+      else if (live) this.unserved.delete(src);
+      unservedSince = live && refused > 0 && missing + refused === list.length ? (unservedSince ?? now) : undefined;
+      const since = Math.min(unservedSince ?? Infinity, idle ? this.unserved.get(src)!.since : Infinity);
+      const abandoned = now - since >= UNSERVED_MS;
+      if (abandoned && idle) this.askAheadOnce(src, why.queue, `nothing on node ${src} serves`);
       if (allMissing || round > 0 || knownDead) {
         // A re-run may have moved the blob to another node meanwhile.
         const at = await pointedNode(redis, keys, blob).catch(() => undefined);
@@ -344,12 +378,13 @@ export class DataPlane {
           if (!knownDead) this.opts.log(`blob ${blob.slice(0, 8)} is now kept on ${at} (was ${src})`);
           src = at;
           backoff = 100;
+          unservedSince = undefined;
           continue;
         }
         const dead = knownDead || (!allMissing && (await this.heartbeatGone(src)));
         if (dead) this.foundDead(src, why.queue);
-        if (allMissing || dead) {
-          const reason = allMissing ? `node ${src} does not hold it` : `node ${src} is dead`;
+        if (allMissing || dead || abandoned) {
+          const reason = allMissing ? `node ${src} does not hold it` : dead ? `node ${src} is dead` : `nothing on node ${src} has served it for ${UNSERVED_MS / 1000} s`;
           const lineage = await askRerun(redis, keys, blob, reason).catch(() => true);
           if (!lineage && allMissing) throw last!;
           if (lineage && !asked) {
@@ -440,12 +475,36 @@ export class DataPlane {
   private foundDead(node: string, queue: string | undefined): void {
     // Trusted from the lookup that found it (not renewed by fetches that only knew it).
     if (!this.knownDead(node)) this.dead.set(node, Date.now());
+    this.askAheadOnce(node, queue, `node ${node} is dead`);
+  }
+
+  /**
+   * Nothing serves on live node `src` now: since when, as this process saw it in a row, or as
+   * another receiver found (its Redis note, kept while seen: a re-run fetching inputs from the
+   * node its outputs were lost on need not wait UNSERVED_MS again). The note is written once
+   * this process has seen it for UNSERVED_MS itself, and only read before then.
+   */
+  private async seeUnserved(src: string, now: number): Promise<void> {
+    const { redis, keys } = this.opts;
+    const seen = this.unserved.get(src);
+    let since = seen && now - seen.seen < UNSERVED_SEEN_MS ? seen.since : now;
+    if (now - since < UNSERVED_MS) {
+      const noted = Number(await redis.get(keys.unserved(src)).catch(() => null));
+      if (noted > 0 && noted < since) since = noted;
+    } else {
+      await redis.set(keys.unserved(src), String(since), 'PX', UNSERVED_SEEN_MS).catch(() => undefined);
+    }
+    this.unserved.set(src, { since, seen: now });
+  }
+
+  /** askAhead, once per node and queue per RERUN_ASK_MS, whoever found the node lost first. */
+  private askAheadOnce(node: string, queue: string | undefined, why: string): void {
     if (queue === undefined) return;
     const key = `${node}\u0000${queue}`;
     const last = this.askedAhead.get(key);
     if (last !== undefined && Date.now() - last < RERUN_ASK_MS) return;
     this.askedAhead.set(key, Date.now());
-    void this.askAhead(node, queue).catch((e: Error) => this.opts.log(`asking ahead for re-runs of what ${node} kept: ${e.message}`));
+    void this.askAhead(node, queue, why).catch((e: Error) => this.opts.log(`asking ahead for re-runs of what ${node} kept: ${e.message}`));
   }
 
   /**
@@ -453,7 +512,7 @@ export class DataPlane {
    * oldest ASK_AHEAD_MAX jobs: BullMQ's wait list, whose right end is taken first, and each
    * job's `data` field; a layout QUIET in scripts.ts relies on too).
    */
-  private async askAhead(node: string, queue: string): Promise<void> {
+  private async askAhead(node: string, queue: string, why: string): Promise<void> {
     const { redis, keys } = this.opts;
     const ids = await redis.lrange(bullKey(keys, queue, 'wait'), -ASK_AHEAD_MAX, -1);
     const blobs = new Set<string>();
@@ -471,8 +530,8 @@ export class DataPlane {
       }
     }
     let asked = 0;
-    for (const blob of blobs) if (await askRerun(redis, keys, blob, `node ${node} is dead (asked ahead)`)) asked++;
-    if (asked > 0) this.opts.log(`node ${node} is dead: asked ahead for re-runs of ${asked} blob(s) that deliveries waiting in ${queue} need`);
+    for (const blob of blobs) if (await askRerun(redis, keys, blob, `${why} (asked ahead)`)) asked++;
+    if (asked > 0) this.opts.log(`${why}: asked ahead for re-runs of ${asked} blob(s) that deliveries waiting in ${queue} need`);
   }
 
   /** The path of blob's file in node src's store when this process can read that store. */

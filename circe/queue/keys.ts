@@ -72,6 +72,8 @@ export interface AppKeys {
   dataNodes(node: string): string;
   /** Where a node's stores are (machine, folder), for receivers on the same machine (plane.ts). */
   dataDirs(node: string): string;
+  /** Since when nothing has served on a live node, as a receiver found it (plane.ts UNSERVED_MS), shared by the receivers. */
+  unserved(node: string): string;
   moving: string;
   /** The agent's heartbeat key of a node, and the set of nodes that ever registered (liveness, outside A). */
   agent(node: string): string;
@@ -111,6 +113,7 @@ export function appKeys(prefix: string, app: string): AppKeys {
     dataToken: `${a}datatoken`,
     dataNodes: (n) => `${a}data:${n}`,
     dataDirs: (n) => `${a}datadir:${n}`,
+    unserved: (n) => `${a}unserved:${n}`,
     moving: `${a}moving`,
     agent: (n) => k.node(n),
     agents: k.nodes(),

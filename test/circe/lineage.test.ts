@@ -118,6 +118,33 @@ describe('circe lineage: outputs lost with their node are made again (direct pat
     expect(logs.filter((l) => /^t2@n2: .*unreachable/.test(l)).length).to.be.at.most(1);
   });
 
+  for (const how of ['refuses every connection', 'has no endpoint left'] as const) {
+    it(`a live node where nothing serves any more (its runners killed: it ${how}): the producers run again after UNSERVED_MS, not after the fetch patience`, async () => {
+      const set = await setUp();
+      const { app, runner, items, out, logs } = set;
+      await loseN0WithOutputs(set);
+      await alive('n0'); // the node lives on (its agent beats); only its runners are gone, with their store
+      const k = appKeys(PREFIX, app.name);
+      if (how === 'refuses every connection') {
+        // A killed runner's endpoint stays registered: a port nothing listens on any more.
+        const closed = await silentEndpoint();
+        await closed.close();
+        await rig.client.hset(k.dataNodes('n0'), closed.address, String(Date.now()));
+      }
+      const t = Date.now();
+      closables.push(await runner('t0', 'n3'), await runner('t1', 'n4'), await runner('t2', 'n2'));
+      await expectExactlyOnce(app, items, out).catch((e) => { console.log(logs.map((l) => l.slice(0, 160)).join('\n')); throw e; });
+      const secs = (Date.now() - t) / 1000;
+      console.log(`      ${N} items recovered in ${secs.toFixed(1)} s`);
+      const text = logs.join('\n');
+      expect(text).to.match(/t2@n2: blob \w+: nothing on node n0 has served it for 10 s; asked its producer to run again/);
+      // The rest of t2's waiting deliveries were asked for at once, not each after its own wait.
+      expect(text).to.match(/t2@n2: nothing on node n0 serves: asked ahead for re-runs of \d+ blob\(s\)/);
+      // One grace for the node, not one per item (6 × 10 s), and far from the patience (60 s here).
+      expect(secs).to.be.below(40);
+    });
+  }
+
   it('a live node that lost a file (its store wiped) answers "not here": the producer runs again there', async () => {
     const { app, runner, items, files, out, logs } = await setUp();
     await alive('n0');

@@ -4,20 +4,26 @@
 // surviving nodes (mappers/repair.ts: the others stay put), their runners are started there, and
 // the new placement is written where the dashboard and `status` read it. Items the lost runners
 // held go straight back to their queues (requeue.ts), so the stream continues without loss. A
-// missing heartbeat counts only while another node has been live without a break (witness.ts).
+// missing heartbeat counts only on the word of a witness: another node live without a break for a
+// while that has beaten since it expired (witness.ts).
 import type { Redis } from 'ioredis';
 import type { MappingRecord } from '../../config/events.js';
 import { loadApp } from '../../config/app/load.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { HOME, type ClusterConfig } from '../../config/types.js';
 import { placeHelperTasks, problemFromProfiles, repairMapping } from '../../mappers/index.js';
-import { liveAgents } from '../../profilers/agent/registry.js';
+import { heartbeatTimes } from '../../profilers/agent/registry.js';
 import { connectRedis } from '../../circe/queue/connection.js';
 import { readProfiles } from '../profiles/read.js';
 import { deployedApps, readDeployment, readMapping } from '../deploy/record.js';
 import { relocateTasks } from '../deploy/relocate.js';
-import { observeLive, WITNESS_MS } from './witness.js';
+import { countsLost, newLiveness, observeLive, WITNESS_MS } from './witness.js';
 import { MOVE_GRACE_SEC } from '../adapt/move.js';
+
+/** How soon the next look comes while a missing heartbeat waits for a witness (witness.ts). */
+const HELD_LOOK_MS = 250;
+/** A hold is said in the log once it lasted this long. */
+const HOLD_SAID_MS = 5000;
 
 export interface ReconcilerOptions {
   redisUrl: string;
@@ -40,9 +46,11 @@ export class Reconciler {
   private readonly log: (line: string) => void;
   /** Repairs done so far (newest last), for tests and the hub's log. */
   readonly repairs: Repair[] = [];
-  /** When each live node was first seen live without a break since (the hub's clock). */
-  private readonly liveSince = new Map<string, number>();
-  private holdSaid = false;
+  /** What the hub has seen of the heartbeats (witness.ts). */
+  private readonly liveness = newLiveness();
+  /** Since when some missing heartbeat has waited for a witness without a break (0: none waits), and whether that was said. */
+  private heldSince = 0;
+  private heldSaid = false;
   private seenAny = false;
 
   constructor(private readonly opts: ReconcilerOptions) {
@@ -56,7 +64,9 @@ export class Reconciler {
         .then(() => undefined)
         .catch((e: unknown) => this.log(`reconcile failed: ${(e as Error).message}`))
         .finally(() => {
-          if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs ?? 2000);
+          // A missing heartbeat waiting for a witness's beat is looked at again soon: the loss
+          // counts from that beat, not from the next regular look after it.
+          if (this.timer) this.timer = setTimeout(tick, this.heldSince ? Math.min(HELD_LOOK_MS, this.opts.intervalMs ?? 2000) : this.opts.intervalMs ?? 2000);
         });
     };
     this.timer = setTimeout(tick, 0);
@@ -75,28 +85,31 @@ export class Reconciler {
   async reconcileAll(): Promise<Repair[]> {
     const { cluster } = this.opts;
     const prefix = cluster.redisPrefix;
-    const live = new Set((await liveAgents(this.redis, redisKeys(prefix))).map((a) => a.node));
+    const beats = await heartbeatTimes(this.redis, redisKeys(prefix));
+    const now = Date.now();
+    observeLive(this.liveness, beats, now, WITNESS_MS, !this.seenAny);
+    this.seenAny ||= beats.size > 0;
+    const live = new Set(beats.keys());
     const done: Repair[] = [];
-    if (!this.witnessed(live)) return done;
+    const held = new Set<string>();
     for (const name of await deployedApps(this.redis, prefix)) {
       const rec = await readMapping(this.redis, prefix, name);
       if (!rec) continue;
-      const lost = [...new Set(Object.values(rec.mapping))].filter((n) => n !== HOME && !live.has(n));
+      const missing = [...new Set(Object.values(rec.mapping))].filter((n) => n !== HOME && !live.has(n));
+      const lost = missing.filter((n) => countsLost(this.liveness, n, now, WITNESS_MS));
+      for (const n of missing) if (!lost.includes(n)) held.add(n);
       if (lost.length === 0 || live.size === 0) continue;
       const repair = await this.repairApp(name, rec, lost, [...live].filter((n) => cluster.nodes.some((c) => c.name === n)));
       if (repair) done.push(repair);
     }
+    // Said once per hold (witness.ts) that outlasts a heartbeat period or so (a node really lost
+    // waits for the others' next beat only): heartbeats missing with no node to vouch for the loss.
+    this.heldSince = held.size === 0 ? 0 : this.heldSince || now;
+    if (this.heldSince && now - this.heldSince >= HOLD_SAID_MS && !this.heldSaid) {
+      this.log(`heartbeat of ${[...held].join(', ')} missing, but no node has been live for ${WITNESS_MS / 1000} s and beaten since it expired (the home's links down, or just back?): not counted as lost yet`);
+    }
+    this.heldSaid = this.heldSince !== 0 && (this.heldSaid || now - this.heldSince >= HOLD_SAID_MS);
     return done;
-  }
-
-  /** Whether a missing heartbeat can mean a lost node now (witness.ts); says so when that changes. */
-  private witnessed(live: Set<string>): boolean {
-    const witness = observeLive(this.liveSince, live, Date.now(), WITNESS_MS, !this.seenAny);
-    this.seenAny ||= live.size > 0;
-    // Said once per hold, when nodes are back but none for long enough (while none is live, nothing can move anyway).
-    if (!witness && live.size > 0 && !this.holdSaid) this.log(`no node has been live for ${WITNESS_MS / 1000} s without a break (the home's links back?): no node counts as lost until one has`);
-    this.holdSaid = !witness && (this.holdSaid || live.size > 0);
-    return witness;
   }
 
   private async repairApp(name: string, rec: MappingRecord, lost: string[], live: string[]): Promise<Repair | undefined> {

@@ -1,9 +1,14 @@
-// Whether a missing heartbeat can mean a lost node (heal/reconciler.ts). Only while another node
-// has been live, without a break, for a while (WITNESS_MS): when the home's own links
-// go down, every heartbeat expires together, and once they are back the agents return one after
-// the other (each connection at its own pace), so the first ones back must not make the late ones
-// look lost. A node that is really gone is still found as soon as its heartbeat expires: the
-// others have been live all along.
+// Whether a missing heartbeat means a lost node (heal/reconciler.ts). A heartbeat goes missing
+// when its node is gone, and also when the home's own links go down: then every heartbeat
+// expires, one after the other (each a lifetime after its own last beat), and once the links are
+// back the agents return one after the other (each connection at its own pace). Neither the
+// first ones to expire nor the last ones to come back are lost. So a missing node counts as lost
+// only on the word of a witness: another node whose heartbeat has been live without a break for
+// WITNESS_MS, and which has beaten since the missing one's heartbeat expired. While the home
+// is cut off nothing beats (the witness rule's second half: the first heartbeats to expire
+// during a cut made the others look lost, and the hub moved tasks in the middle of it); after it,
+// the agents back first have not been live for long (the first half). A node really gone is
+// still found within a beat of its heartbeat's expiry: the others beat all along.
 
 /**
  * How long: after a 30 s cut of the home's links the testbed's agents came back more than one
@@ -13,16 +18,49 @@
  */
 export const WITNESS_MS = 30_000;
 
+/** A heartbeat as the hub sees it (its clock): when it last landed in Redis, and when it expires. */
+export interface Beat {
+  at: number;
+  expires: number;
+}
+
 /**
- * Record this look at the live nodes in `since` (node -> when the hub first saw it live without a
- * break since; the hub's clock) and say whether some node has been live for `witnessMs` at least.
- * `first`: the hub's first look that sees any node: those are taken as live for long already (a
- * hub that starts knows nothing of an outage before it, and a node lost right after the start of a
- * cluster must still be found at once).
+ * Beats that land within this long after a heartbeat's expiry do not vouch for its loss: the
+ * times come from lifetimes read at different looks, a few milliseconds apart from the truth.
  */
-export function observeLive(since: Map<string, number>, live: ReadonlySet<string>, now: number, witnessMs: number, first = false): boolean {
-  for (const n of since.keys()) if (!live.has(n)) since.delete(n);
-  for (const n of live) if (!since.has(n)) since.set(n, first ? now - witnessMs : now);
-  for (const t of since.values()) if (now - t >= witnessMs) return true;
+export const BEAT_SLACK_MS = 100;
+
+/** What the hub has seen of the nodes' heartbeats, look after look. */
+export interface Liveness {
+  /** Live nodes: since when (the hub's clock) each has been seen live without a break. */
+  liveSince: Map<string, number>;
+  /** Every node's last heartbeat seen. */
+  last: Map<string, Beat>;
+}
+
+export const newLiveness = (): Liveness => ({ liveSince: new Map(), last: new Map() });
+
+/**
+ * Record one look at the live nodes' heartbeats. `first`: the hub's first look that sees any
+ * node: those are taken as live for long already (a hub that starts knows nothing of an outage
+ * before it, and a node lost right after the start of a cluster must still be found at once).
+ */
+export function observeLive(s: Liveness, live: ReadonlyMap<string, Beat>, now: number, witnessMs: number, first = false): void {
+  for (const n of s.liveSince.keys()) if (!live.has(n)) s.liveSince.delete(n);
+  for (const [n, beat] of live) {
+    if (!s.liveSince.has(n)) s.liveSince.set(n, first ? now - witnessMs : now);
+    s.last.set(n, beat);
+  }
+}
+
+/**
+ * Whether `node`, missing at the last look, counts as lost: some other node has been live for
+ * `witnessMs` and beat after `node`'s heartbeat expired (any live one will do for a node the hub
+ * never saw). False for a live node.
+ */
+export function countsLost(s: Liveness, node: string, now: number, witnessMs: number): boolean {
+  if (s.liveSince.has(node)) return false;
+  const expired = s.last.get(node)?.expires ?? -Infinity;
+  for (const [n, t] of s.liveSince) if (now - t >= witnessMs && s.last.get(n)!.at > expired + BEAT_SLACK_MS) return true;
   return false;
 }

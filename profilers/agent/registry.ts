@@ -70,3 +70,26 @@ export async function liveAgents(redis: Redis, keys: Keys): Promise<AgentRegistr
   });
   return out;
 }
+
+/**
+ * When each live agent last beat and when its heartbeat expires unless it beats again, on the
+ * caller's clock, from the keys' remaining lifetimes in Redis (so the agents' own clocks, which
+ * may be set apart, play no part).
+ */
+export async function heartbeatTimes(redis: Redis, keys: Keys): Promise<Map<string, { at: number; expires: number }>> {
+  const names = (await redis.smembers(keys.nodes())).sort();
+  const out = new Map<string, { at: number; expires: number }>();
+  if (names.length === 0) return out;
+  const pipe = redis.pipeline();
+  for (const n of names) pipe.hget(keys.node(n), 'periodMs').pttl(keys.node(n));
+  const res = (await pipe.exec()) ?? [];
+  const now = Date.now();
+  names.forEach((n, i) => {
+    const [e1, period] = res[2 * i] ?? [];
+    const [e2, pttl] = res[2 * i + 1] ?? [];
+    if (e1 || e2 || typeof pttl !== 'number' || pttl <= 0) return;
+    const lifetime = Math.max(1, Math.round(Number(period ?? DEFAULT_HEARTBEAT_MS) * HEARTBEAT_TTL_FACTOR));
+    out.set(n, { at: now + pttl - lifetime, expires: now + pttl });
+  });
+  return out;
+}

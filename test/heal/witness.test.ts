@@ -1,36 +1,54 @@
 import { expect } from 'chai';
-import { observeLive } from '../../orchestrator/heal/witness.js';
+import { countsLost, newLiveness, observeLive, type Liveness } from '../../orchestrator/heal/witness.js';
 
 const W = 30_000;
+const LIFE = 7500;
 
-describe('heal: when a missing heartbeat can mean a lost node (observeLive)', () => {
-  it('a node gone while the others stay live counts at once, from the hub\'s first look on', () => {
-    const since = new Map<string, number>();
-    expect(observeLive(since, new Set(['a', 'b', 'c']), 0, W, true)).to.equal(true);
-    expect(observeLive(since, new Set(['a', 'c']), 5000, W)).to.equal(true);
-    // a node that joined later witnesses only once it has been live for W
-    const later = new Map<string, number>();
-    observeLive(later, new Set(['a']), 0, W, true);
-    expect(observeLive(later, new Set(['b']), 1000, W)).to.equal(false);
-    expect(observeLive(later, new Set(['b']), 1000 + W, W)).to.equal(true);
+/** One look of the hub at `now`: the live nodes with when each last beat (expiring a lifetime later). */
+function look(s: Liveness, now: number, beats: Record<string, number>, first = false): void {
+  observeLive(s, new Map(Object.entries(beats).map(([n, at]) => [n, { at, expires: at + LIFE }])), now, W, first);
+}
+
+describe('heal: when a missing heartbeat means a lost node (witness.ts)', () => {
+  it('a node gone while the others beat counts once one of them beat after its expiry, from the hub\'s first look on', () => {
+    const s = newLiveness();
+    look(s, 0, { a: 0, b: 0, c: 0 }, true);
+    look(s, 2000, { a: 1500, b: 1000, c: 2000 });
+    // b died after its beat at 1000: its heartbeat expired at 8500. a and c beat at 7000 and 8000.
+    look(s, 9000, { a: 7000, c: 8000 });
+    expect(countsLost(s, 'b', 9000, W)).to.equal(false);
+    look(s, 10_500, { a: 10_000, c: 8000 });
+    expect(countsLost(s, 'b', 10_500, W)).to.equal(true);
+    expect(countsLost(s, 'a', 10_500, W)).to.equal(false);
+    // a node the hub never saw live counts on any witness
+    expect(countsLost(s, 'z', 10_500, W)).to.equal(true);
   });
 
-  it('after every heartbeat expired together (the home cut off), no node counts until one has been back for a lifetime', () => {
-    const since = new Map<string, number>();
-    observeLive(since, new Set(['a', 'b', 'c']), 0, W, true);
-    expect(observeLive(since, new Set(['a', 'b', 'c']), 60_000, W)).to.equal(true);
-    expect(observeLive(since, new Set(), 70_000, W)).to.equal(false);
-    // a is back first, b 12 s later, c never: c counts once a has been back for W
-    expect(observeLive(since, new Set(['a']), 90_000, W)).to.equal(false);
-    expect(observeLive(since, new Set(['a', 'b']), 102_000, W)).to.equal(false);
-    expect(observeLive(since, new Set(['a', 'b']), 90_000 + W, W)).to.equal(true);
+  it('the home cut off: heartbeats expire one after the other with no beat between, then come back at their own pace: nobody counts until a node has been back for W and beat', () => {
+    const s = newLiveness();
+    look(s, 0, { a: 0, b: 0, c: 0 }, true);
+    // Last beats before the cut at 60 s: a 58 s, b 59 s, c 60 s.
+    look(s, 60_000, { a: 58_000, b: 59_000, c: 60_000 });
+    look(s, 66_000, { b: 59_000, c: 60_000 });
+    expect(countsLost(s, 'a', 66_000, W)).to.equal(false);
+    look(s, 67_000, { c: 60_000 });
+    expect(countsLost(s, 'a', 67_000, W)).to.equal(false);
+    expect(countsLost(s, 'b', 67_000, W)).to.equal(false);
+    look(s, 70_000, {});
+    // Back: a first, b 12 s later, c never. a beats, but has not been back for W.
+    look(s, 90_000, { a: 90_000 });
+    expect(countsLost(s, 'b', 90_000, W)).to.equal(false);
+    look(s, 102_000, { a: 102_000, b: 101_000 });
+    expect(countsLost(s, 'c', 102_000, W)).to.equal(false);
+    look(s, 90_000 + W, { a: 119_000, b: 119_500 });
+    expect(countsLost(s, 'c', 90_000 + W, W)).to.equal(true);
   });
 
-  it('a node that drops out and back starts again', () => {
-    const since = new Map<string, number>();
-    observeLive(since, new Set(['a']), 0, W);
-    observeLive(since, new Set(), 1000, W);
-    expect(observeLive(since, new Set(['a']), 2000, W)).to.equal(false);
-    expect(since.get('a')).to.equal(2000);
+  it('a node that drops out and back starts its live time again', () => {
+    const s = newLiveness();
+    look(s, 0, { a: 0 });
+    look(s, 1000, {});
+    look(s, 2000, { a: 2000 });
+    expect(s.liveSince.get('a')).to.equal(2000);
   });
 });

@@ -19,7 +19,7 @@
 //                      runners see the new placement and stop by themselves (circe/fence)
 // Each prints `sent N, delivered N, lost 0, duplicates at the sink 0`.
 import { expect } from 'chai';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import type { Redis } from 'ioredis';
@@ -42,6 +42,7 @@ const PREFIX = 'jupiter:';
 const PIN = { t0: 'node1', t1: 'node2', t2: 'node3' } as const;
 const BODY = 'x'.repeat(8000);
 const PARTITION_MS = 60_000;
+const HOME_CUT_MS = 30_000;
 
 /** What the testbed suite shares: its CLI sandbox and the state of the testbed it brought up in tb/. */
 export interface TestbedRig {
@@ -193,6 +194,40 @@ export function faultsDirectSuite(rig: () => TestbedRig | undefined, middle?: ()
         await box!.ok(['testbed', 'link', 'node1', 'node2', '--up', '--dir', 'tb']);
         return `cut node1 <-> node2 for ${PARTITION_MS / 1000} s (${during} delivered during the cut, from what node2 had taken before)`;
       });
+    });
+
+    it(`the home cut off from every host for ${HOME_CUT_MS / 1000} s (Redis and the hub out of reach; nothing moves)`, async () => {
+      const before = (await readMapping(redis!, PREFIX, APP))!;
+      const nodes = state.hosts.map((h) => h.name).filter((h) => h !== 'home');
+      const links = async (how: '--down' | '--up'): Promise<void> => {
+        for (const n of nodes) await box!.ok(['testbed', 'link', 'home', n, how, '--dir', 'tb']);
+      };
+      let upAt = 0;
+      try {
+        await stream('h', 60, 10, async () => {
+          await links('--down');
+          try {
+            await sleep(HOME_CUT_MS);
+          } finally {
+            await links('--up');
+            upAt = Date.now();
+          }
+          return `cut the home from ${nodes.join(', ')} for ${HOME_CUT_MS / 1000} s`;
+        });
+      } finally {
+        // When each agent's heartbeat came back after the cut, and what the hub did meanwhile.
+        for (const n of nodes) {
+          for (const a of await engine(n).listContainers({ filters: { label: ['jupiter.role=agent'] } })) {
+            const text = demuxLogs(await engine(n).getContainer(a.Id).logs({ stdout: true, stderr: true, follow: false, timestamps: true }) as unknown as Buffer).combined;
+            console.log(`      --- agent ${n}\n      ${text.trim().split('\n').slice(-8).join('\n      ')}`);
+          }
+        }
+        const hubLog = join(box!.cwd, 'tb', 'stack', 'logs', 'hub.log');
+        if (existsSync(hubLog)) console.log(`      --- hub (links up at ${new Date(upAt).toISOString()})\n      ${readFileSync(hubLog, 'utf8').trim().split('\n').slice(-12).join('\n      ')}`);
+      }
+      const after = (await readMapping(redis!, PREFIX, APP))!;
+      expect(after.mapper, 'the reconciler moved tasks after the home came back').to.equal(before.mapper);
+      expect(after.mapping).to.deep.equal(before.mapping);
     });
 
     it('a node lost (node2: agent and runners killed for good; lineage re-runs what it kept)', async () => {

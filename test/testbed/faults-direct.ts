@@ -2,7 +2,7 @@
 // the testbed testbed.test.ts brings up (called from there, before its `testbed down`: one testbed
 // for both, `testbed up` and `down` paid once). A chain t0@node1 -> t1@node2 -> t2@node3 -> home
 // deployed with `--runtime docker --data-path direct`, 8 KiB items (every file between tasks stays
-// on its producer's node and is fetched from there), and four faults in turn, each on a fresh
+// on its producer's node and is fetched from there), and six faults in turn, each on a fresh
 // stream that must arrive whole and once (in this order: the Redis restart's recovery counts
 // timers and reconnects, so it runs before run-suite starts other tests beside this suite):
 //   kill -9 a runner   t1's node process inside its container (the restart policy brings it
@@ -10,6 +10,8 @@
 //   Redis restarted    the home's Redis stopped and started again mid-stream (append-only file)
 //   a link down 60 s   node1 <-> node2 cut for a full minute mid-stream: node1 keeps t0's
 //                      outputs, t1 keeps asking, and takes them when the link returns
+//   the home cut off   every host's link to the home down for 30 s (Redis and the hub out of
+//                      reach): every heartbeat expires, and nothing may move (heal/witness.ts)
 //   a node lost        node2's agent and runners killed for good (t2 paused meanwhile, so that
 //                      node2 keeps outputs nobody took): the reconciler moves t1, and what
 //                      node2 kept for t2 is made again from t0's outputs on node1 (lineage)

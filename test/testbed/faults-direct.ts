@@ -216,6 +216,7 @@ export function faultsDirectSuite(rig: () => TestbedRig | undefined, middle?: ()
           }
           return `cut the home from ${nodes.join(', ')} for ${HOME_CUT_MS / 1000} s`;
         });
+        console.log(`      the stream was complete ${((Date.now() - upAt) / 1000).toFixed(1)} s after the links came back`);
       } finally {
         // When each agent's heartbeat came back after the cut, and what the hub did meanwhile.
         for (const n of nodes) {

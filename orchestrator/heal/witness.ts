@@ -36,9 +36,11 @@ export interface Liveness {
   liveSince: Map<string, number>;
   /** Every node's last heartbeat seen. */
   last: Map<string, Beat>;
+  /** Nodes seen before and missing now: the look that first saw each missing (the hub's clock). */
+  missingSince: Map<string, number>;
 }
 
-export const newLiveness = (): Liveness => ({ liveSince: new Map(), last: new Map() });
+export const newLiveness = (): Liveness => ({ liveSince: new Map(), last: new Map(), missingSince: new Map() });
 
 /**
  * Record one look at the live nodes' heartbeats. `first`: the hub's first look that sees any
@@ -47,20 +49,23 @@ export const newLiveness = (): Liveness => ({ liveSince: new Map(), last: new Ma
  */
 export function observeLive(s: Liveness, live: ReadonlyMap<string, Beat>, now: number, witnessMs: number, first = false): void {
   for (const n of s.liveSince.keys()) if (!live.has(n)) s.liveSince.delete(n);
+  for (const n of s.last.keys()) if (!live.has(n) && !s.missingSince.has(n)) s.missingSince.set(n, now);
   for (const [n, beat] of live) {
     if (!s.liveSince.has(n)) s.liveSince.set(n, first ? now - witnessMs : now);
     s.last.set(n, beat);
+    s.missingSince.delete(n);
   }
 }
 
 /**
  * Whether `node`, missing at the last look, counts as lost: some other node has been live for
- * `witnessMs` and beat after `node`'s heartbeat expired (any live one will do for a node the hub
- * never saw). False for a live node.
+ * `witnessMs` and beat after `node`'s heartbeat went (any live one will do for a node the hub
+ * never saw). Went: when it expired, or when the hub first saw it missing if that was earlier (an
+ * agent that stopped cleanly deleted its key before its lifetime was up). False for a live node.
  */
 export function countsLost(s: Liveness, node: string, now: number, witnessMs: number): boolean {
   if (s.liveSince.has(node)) return false;
-  const expired = s.last.get(node)?.expires ?? -Infinity;
+  const expired = Math.min(s.last.get(node)?.expires ?? -Infinity, s.missingSince.get(node) ?? Infinity);
   for (const [n, t] of s.liveSince) if (now - t >= witnessMs && s.last.get(n)!.at > expired + BEAT_SLACK_MS) return true;
   return false;
 }

@@ -87,7 +87,9 @@ export async function heartbeatTimes(redis: Redis, keys: Keys): Promise<Map<stri
   names.forEach((n, i) => {
     const [e1, period] = res[2 * i] ?? [];
     const [e2, pttl] = res[2 * i + 1] ?? [];
-    if (e1 || e2 || typeof pttl !== 'number' || pttl <= 0) return;
+    if (e1 || e2 || typeof pttl !== 'number' || pttl === -2 || pttl === 0) return;
+    // A key without a lifetime (-1: written by hand, not by an agent) lives for good.
+    if (pttl === -1) return void out.set(n, { at: now, expires: Infinity });
     const lifetime = Math.max(1, Math.round(Number(period ?? DEFAULT_HEARTBEAT_MS) * HEARTBEAT_TTL_FACTOR));
     out.set(n, { at: now + pttl - lifetime, expires: now + pttl });
   });

@@ -44,6 +44,17 @@ describe('heal: when a missing heartbeat means a lost node (witness.ts)', () => 
     expect(countsLost(s, 'c', 90_000 + W, W)).to.equal(true);
   });
 
+  it('a node whose key went before its lifetime was up (an agent stopped cleanly) counts at the next beat after the hub saw it missing', () => {
+    const s = newLiveness();
+    look(s, 0, { a: 0, b: 0 }, true);
+    look(s, 2000, { a: 1500, b: 1000 });
+    // b deregistered at 2500; its key would have lived until 8500.
+    look(s, 4000, { a: 3000 });
+    expect(countsLost(s, 'b', 4000, W)).to.equal(false);
+    look(s, 6500, { a: 4500 });
+    expect(countsLost(s, 'b', 6500, W)).to.equal(true);
+  });
+
   it('a node that drops out and back starts its live time again', () => {
     const s = newLiveness();
     look(s, 0, { a: 0 });

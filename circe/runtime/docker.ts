@@ -128,22 +128,21 @@ export class DockerRuntime implements Runtime {
       return { spec, engine };
     });
 
-    // A task remapped to another node: its old container elsewhere goes first (best effort: a
-    // lost node's engine may be unreachable).
+    // A task remapped to another node: its old container elsewhere goes once the new one runs
+    // (best effort: a lost node's engine may be unreachable). New first: the old runner, given a
+    // grace on a live move, serves what it stored until taken, and its receivers may be among the
+    // very runners started here (a repair moves a whole chain at once); stopped first, it waited
+    // out its grace for receivers that started only after it, and they then had to have its
+    // outputs made again. Meanwhile both take the task's items, which the done markers make
+    // harmless.
     const taskEngine = new Map(targets.map((t) => [t.spec.task, t.engine.key]));
     const stale = (await this.listed(clusterEngines(cluster, this.opts.env), [`${LABEL_APP}=${app.name}`], true, []))
       .filter((l) => {
         const task = l.info.Labels[LABEL_TASK] ?? '';
         return taskEngine.has(task) && taskEngine.get(task) !== l.engine.key;
       });
-    await Promise.all(stale.map(async (l) => {
-      const c = l.engine.docker.getContainer(l.info.Id);
-      // A live move: SIGTERM, so the runner finishes its item and hands over what it stored.
-      if (startOpts.moveGraceSec !== undefined) await c.stop({ t: startOpts.moveGraceSec }).catch(() => undefined);
-      await c.remove({ force: true }).catch(() => undefined);
-    }));
 
-    return Promise.all(targets.map(async ({ spec, engine }) => {
+    const started = await Promise.all(targets.map(async ({ spec, engine }) => {
       const image = await this.image(engine, app, cluster);
       try {
         return await this.ensureContainer(engine, app, spec, image, cluster);
@@ -151,6 +150,13 @@ export class DockerRuntime implements Runtime {
         throw engineError(engine, err, `starting the container of task ${spec.task}`);
       }
     }));
+    await Promise.all(stale.map(async (l) => {
+      const c = l.engine.docker.getContainer(l.info.Id);
+      // A live move: SIGTERM, so the runner finishes its item and hands over what it stored.
+      if (startOpts.moveGraceSec !== undefined) await c.stop({ t: startOpts.moveGraceSec }).catch(() => undefined);
+      await c.remove({ force: true }).catch(() => undefined);
+    }));
+    return started;
   }
 
   private async ensureContainer(engine: Engine, app: AppSpec, spec: RunnerSpec, image: string, cluster: ClusterConfig): Promise<RunnerHandle> {

@@ -64,6 +64,8 @@ const RECOUNT_SHARE = 8;
 
 export class NodeStore {
   private used = 0;
+  /** Bytes of this process's puts under way: granted room, not yet counted in `used`. */
+  private reserved = 0;
   /** Bytes this store put since it last counted the folder. */
   private sinceCount = 0;
   private waiters: Array<() => void> = [];
@@ -115,26 +117,40 @@ export class NodeStore {
    */
   private async room(size: number, freesInputs = false): Promise<void> {
     const deadline = Date.now() + this.opts.waitMs;
-    while (!freesInputs && this.used > 0 && this.used + size > this.opts.maxBytes) {
+    // Puts under way count: concurrent puts (a runner's slots) each saw the room free before any
+    // was counted, and together went past the budget.
+    while (!freesInputs && this.used + this.reserved > 0 && this.used + this.reserved + size > this.opts.maxBytes) {
       this.opts.onFull?.();
       if (Date.now() > deadline) {
-        throw new Error(`the node's data store is full (${this.used} of ${this.opts.maxBytes} bytes held for receivers that have not taken them) after waiting ${this.opts.waitMs} ms`);
+        throw new Error(`the node's data store is full (${this.used + this.reserved} of ${this.opts.maxBytes} bytes held for receivers that have not taken them) after waiting ${this.opts.waitMs} ms`);
       }
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
         setTimeout(resolve, 200).unref();
       });
     }
+    this.reserved += size;
+  }
+
+  /** A put that was granted room ended: its bytes are counted as held (`kept`), or were never kept. */
+  private settled(size: number, kept: boolean): void {
+    this.reserved -= size;
+    if (kept) this.added(size);
   }
 
   /** Keep `bytes` under `id`; waits while the store is full. Written to a temp name, then renamed: a reader never sees half a file. */
   async put(id: string, bytes: Buffer, opts: PutOptions = {}): Promise<void> {
     const path = this.path(id);
     await this.room(bytes.length, opts.freesInputs);
-    const tmp = `${path}.${process.pid}.tmp`;
-    await writeFile(tmp, bytes, { mode: 0o600 });
-    await rename(tmp, path);
-    this.added(bytes.length);
+    let kept = false;
+    try {
+      const tmp = `${path}.${process.pid}.tmp`;
+      await writeFile(tmp, bytes, { mode: 0o600 });
+      await rename(tmp, path);
+      kept = true;
+    } finally {
+      this.settled(bytes.length, kept);
+    }
   }
 
   /**
@@ -145,26 +161,31 @@ export class NodeStore {
   async putFile(id: string, src: string, size: number, opts: PutOptions = {}): Promise<void> {
     const path = this.path(id);
     await this.room(size, opts.freesInputs);
-    const tmp = `${path}.${process.pid}.tmp`;
-    // Metadata calls are synchronous (microseconds each, less than a thread-pool round trip);
-    // only a copy of the bytes goes to the pool.
-    rmSync(tmp, { force: true });
+    let kept = false;
     try {
-      // Only a file with no other name is linked: one that also lives elsewhere (a task that
-      // linked its input or some file of its own as its output) is copied, so the store's chmod
-      // and what happens to that other name never touch each other.
-      if (statSync(src).nlink !== 1) throw new Error('has other names');
-      linkSync(src, tmp);
-      chmodSync(tmp, 0o600);
-    } catch {
-      // another file system (a container's tmpfs work folder, the node's data volume), no links,
-      // or a file this process may not chmod
+      const tmp = `${path}.${process.pid}.tmp`;
+      // Metadata calls are synchronous (microseconds each, less than a thread-pool round trip);
+      // only a copy of the bytes goes to the pool.
       rmSync(tmp, { force: true });
-      await copyFile(src, tmp);
-      chmodSync(tmp, 0o600);
+      try {
+        // Only a file with no other name is linked: one that also lives elsewhere (a task that
+        // linked its input or some file of its own as its output) is copied, so the store's chmod
+        // and what happens to that other name never touch each other.
+        if (statSync(src).nlink !== 1) throw new Error('has other names');
+        linkSync(src, tmp);
+        chmodSync(tmp, 0o600);
+      } catch {
+        // another file system (a container's tmpfs work folder, the node's data volume), no links,
+        // or a file this process may not chmod
+        rmSync(tmp, { force: true });
+        await copyFile(src, tmp);
+        chmodSync(tmp, 0o600);
+      }
+      renameSync(tmp, path);
+      kept = true;
+    } finally {
+      this.settled(size, kept);
     }
-    renameSync(tmp, path);
-    this.added(size);
   }
 
   /** An open file descriptor on `id` and its size (the caller closes it), or undefined when this node does not hold it. */

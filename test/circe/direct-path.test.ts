@@ -141,6 +141,16 @@ describe('circe direct data path (in-process runners on distinct nodes, real Red
     expect(store.usedBytes).to.equal(80_000);
   });
 
+  it('puts under way at once (a runner\'s slots) share the budget: one goes in, the others wait for room', async () => {
+    const store = new NodeStore(join(rig.work, 'together'), { maxBytes: 100_000, waitMs: 500 });
+    const ids = ['c', 'd', 'e'].map((x) => x.repeat(40));
+    const res = await Promise.allSettled(ids.map((id) => store.put(id, Buffer.alloc(60_000))));
+    expect(res.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'rejected']);
+    expect(String((res[1] as PromiseRejectedResult).reason)).to.match(/data store is full \(60000 of 100000 bytes/);
+    expect(store.usedBytes).to.equal(60_000);
+    expect(readdirSync(store.dir).filter((f) => ids.includes(f))).to.deep.equal([ids[0]]);
+  });
+
   it('a file whose commit came back goes as soon as its record is gone; a put that has to wait asks for a sweep', async () => {
     let asked = 0;
     const store = new NodeStore(join(rig.work, 'marks'), { maxBytes: 100_000, waitMs: 10_000, onFull: () => asked++ });

@@ -365,10 +365,10 @@ export class DataPlane {
       const live = !gone && !knownDead;
       const idle = live && (list.length === 0 || refused === list.length);
       const now = Date.now();
-      if (idle) await this.seeUnserved(src, now);
-      else if (live) this.unserved.delete(src);
+      const nodeSince = idle ? await this.seeUnserved(src, now) : Infinity;
+      if (live && !idle) this.unserved.delete(src);
       unservedSince = live && refused > 0 && missing + refused === list.length ? (unservedSince ?? now) : undefined;
-      const since = Math.min(unservedSince ?? Infinity, idle ? this.unserved.get(src)!.since : Infinity);
+      const since = Math.min(unservedSince ?? Infinity, nodeSince);
       const abandoned = now - since >= UNSERVED_MS;
       if (abandoned && idle) this.askAheadOnce(src, why.queue, `nothing on node ${src} serves`);
       if (allMissing || round > 0 || knownDead) {
@@ -479,12 +479,12 @@ export class DataPlane {
   }
 
   /**
-   * Nothing serves on live node `src` now: since when, as this process saw it in a row, or as
+   * Nothing serves on live node `src` now: since when (returned), as this process saw it in a row, or as
    * another receiver found (its Redis note, kept while seen: a re-run fetching inputs from the
    * node its outputs were lost on need not wait UNSERVED_MS again). The note is written once
    * this process has seen it for UNSERVED_MS itself, and only read before then.
    */
-  private async seeUnserved(src: string, now: number): Promise<void> {
+  private async seeUnserved(src: string, now: number): Promise<number> {
     const { redis, keys } = this.opts;
     const seen = this.unserved.get(src);
     let since = seen && now - seen.seen < UNSERVED_SEEN_MS ? seen.since : now;
@@ -495,6 +495,7 @@ export class DataPlane {
       await redis.set(keys.unserved(src), String(since), 'PX', UNSERVED_SEEN_MS).catch(() => undefined);
     }
     this.unserved.set(src, { since, seen: now });
+    return since;
   }
 
   /** askAhead, once per node and queue per RERUN_ASK_MS, whoever found the node lost first. */

@@ -98,17 +98,23 @@ export class Reconciler {
       const missing = [...new Set(Object.values(rec.mapping))].filter((n) => n !== HOME && !live.has(n));
       const lost = missing.filter((n) => countsLost(this.liveness, n, now, WITNESS_MS));
       for (const n of missing) if (!lost.includes(n)) held.add(n);
-      if (lost.length === 0 || live.size === 0) continue;
+      // countsLost needs a live witness: a lost node always leaves live ones to move its tasks to.
+      if (lost.length === 0) continue;
       const repair = await this.repairApp(name, rec, lost, [...live].filter((n) => cluster.nodes.some((c) => c.name === n)));
       if (repair) done.push(repair);
     }
     // Said once per hold (witness.ts) that outlasts a heartbeat period or so (a node really lost
     // waits for the others' next beat only): heartbeats missing with no node to vouch for the loss.
-    this.heldSince = held.size === 0 ? 0 : this.heldSince || now;
-    if (this.heldSince && now - this.heldSince >= HOLD_SAID_MS && !this.heldSaid) {
-      this.log(`heartbeat of ${[...held].join(', ')} missing, but no node has been live for ${WITNESS_MS / 1000} s and beaten since it expired (the home's links down, or just back?): not counted as lost yet`);
+    if (held.size === 0) {
+      this.heldSince = 0;
+      this.heldSaid = false;
+    } else {
+      this.heldSince ||= now;
+      if (!this.heldSaid && now - this.heldSince >= HOLD_SAID_MS) {
+        this.log(`heartbeat of ${[...held].join(', ')} missing, but no node has been live for ${WITNESS_MS / 1000} s and beaten since it expired (the home's links down, or just back?): not counted as lost yet`);
+        this.heldSaid = true;
+      }
     }
-    this.heldSaid = this.heldSince !== 0 && (this.heldSaid || now - this.heldSince >= HOLD_SAID_MS);
     return done;
   }
 

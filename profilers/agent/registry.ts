@@ -23,6 +23,9 @@ export interface AgentRegistration {
   hostname: string;
 }
 
+/** How long a heartbeat key lives after a beat: HEARTBEAT_TTL_FACTOR periods. */
+export const heartbeatLifetimeMs = (periodMs: number): number => Math.max(1, Math.round(periodMs * HEARTBEAT_TTL_FACTOR));
+
 export async function heartbeat(redis: Redis, keys: Keys, reg: AgentRegistration): Promise<void> {
   const key = keys.node(reg.node);
   const fields: Record<string, string> = {};
@@ -30,7 +33,7 @@ export async function heartbeat(redis: Redis, keys: Keys, reg: AgentRegistration
   await redis
     .multi()
     .hset(key, fields)
-    .pexpire(key, Math.max(1, Math.round(reg.periodMs * HEARTBEAT_TTL_FACTOR)))
+    .pexpire(key, heartbeatLifetimeMs(reg.periodMs))
     .sadd(keys.nodes(), reg.node)
     .exec();
 }
@@ -90,7 +93,7 @@ export async function heartbeatTimes(redis: Redis, keys: Keys): Promise<Map<stri
     if (e1 || e2 || typeof pttl !== 'number' || pttl === -2 || pttl === 0) return;
     // A key without a lifetime (-1: written by hand, not by an agent) lives for good.
     if (pttl === -1) return void out.set(n, { at: now, expires: Infinity });
-    const lifetime = Math.max(1, Math.round(Number(period ?? DEFAULT_HEARTBEAT_MS) * HEARTBEAT_TTL_FACTOR));
+    const lifetime = heartbeatLifetimeMs(Number(period ?? DEFAULT_HEARTBEAT_MS));
     out.set(n, { at: now + pttl - lifetime, expires: now + pttl });
   });
   return out;

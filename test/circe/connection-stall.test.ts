@@ -3,25 +3,20 @@
 // a command sent while the link was down is answered soon after the link returns, not when the
 // old connection's retransmissions would get through.
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Redis } from 'ioredis';
-import { RedisServer } from '../../orchestrator/stack/redis-server.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { connectRedis, STALL_MS } from '../../circe/queue/connection.js';
 import { cuttableLink, type CuttableLink } from '../support/cuttable-link.js';
 import { sleep } from '../support/faults.js';
 
 describe('circe: a Redis connection stalled behind a cut link reconnects (connection.ts)', function () {
   this.timeout(30_000);
-  let dir = '';
-  let server: RedisServer | undefined;
+  let server: TestRedis | undefined;
   let link: CuttableLink | undefined;
   let redis: Redis | undefined;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'jupiter-stall-'));
-    server = await new RedisServer({ dir }).start();
+    server = await startTestRedis();
     const u = new URL(server.url);
     link = await cuttableLink({ host: u.hostname, port: Number(u.port) });
   });
@@ -29,7 +24,6 @@ describe('circe: a Redis connection stalled behind a cut link reconnects (connec
     redis?.disconnect();
     await link?.close();
     await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('a command sent during the cut is answered within a stall period of the link\'s return, on a new connection', async () => {

@@ -2,33 +2,27 @@
 // heartbeatTimes), against a real Redis: from the keys' remaining lifetimes, on the reader's
 // clock, whatever the agents' clocks say.
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { RedisServer } from '../../orchestrator/stack/redis-server.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { heartbeat, heartbeatTimes, type AgentRegistration } from '../../profilers/agent/registry.js';
 import { sleep } from '../support/faults.js';
 
 describe('heal: heartbeat times from Redis (heartbeatTimes)', function () {
   this.timeout(20_000);
-  let dir = '';
-  let server: RedisServer | undefined;
+  let server: TestRedis | undefined;
   let redis: Redis | undefined;
   const keys = redisKeys(`hb${process.pid}:`);
   const reg = (node: string, periodMs: number): AgentRegistration => ({ node, host: '127.0.0.1', port: 1, pid: 1, startedAt: 0, heartbeatAt: 0, periodMs, hostname: 'x' });
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'jupiter-hbtimes-'));
-    server = await new RedisServer({ dir }).start();
+    server = await startTestRedis();
     redis = new Redis(server.url, { lazyConnect: true });
     await redis.connect();
   });
   after(async () => {
     redis?.disconnect();
     await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('gives each live heartbeat\'s landing and expiry on the reader\'s clock; expired ones are left out', async () => {

@@ -4,11 +4,8 @@
 import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { RedisServer } from '../../orchestrator/stack/redis-server.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { redisKeys } from '../../config/redis-keys.js';
 import { NetworkProfiler, defaultNetworkOptions } from '../../profilers/network/profiler.js';
 import { lockPair, unlockPair } from '../../profilers/network/pair-lock.js';
@@ -19,21 +16,18 @@ const NODES = ['a', 'b', 'c'];
 
 describe('profilers: one probe at a time between two hosts (pair-lock.ts)', function () {
   this.timeout(30_000);
-  let dir = '';
-  let server: RedisServer | undefined;
+  let server: TestRedis | undefined;
   let redis: Redis | undefined;
   const keys = redisKeys(`pl${process.pid}:`);
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'jupiter-pairlock-'));
-    server = await new RedisServer({ dir }).start();
+    server = await startTestRedis();
     redis = new Redis(server.url, { lazyConnect: true });
     await redis.connect();
   });
   after(async () => {
     redis?.disconnect();
     await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('a pair lock is one key for both directions, owned, and expires by itself', async () => {

@@ -16,7 +16,8 @@ export function jupiter(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}
     c.stdout.on('data', (d: Buffer) => (out += d.toString()));
     c.stderr.on('data', (d: Buffer) => {
       err += d.toString();
-      for (const l of d.toString().split('\n')) if (/^[✔✖]/.test(l.trim())) process.stderr.write(`         ${l.trim()}\n`);
+      // Steps, and the deploy's note of task times scaled by earlier deployments (calibration).
+      for (const l of d.toString().split('\n')) if (/^([✔✖]|task times scaled)/.test(l.trim())) process.stderr.write(`         ${l.trim()}\n`);
     });
     c.on('exit', (code) => (code === 0 ? res(out) : rej(new Error(`jupiter ${args.join(' ')} exited ${code}\n${out}\n${err}`))));
   });

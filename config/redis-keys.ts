@@ -11,6 +11,8 @@
 //   P link:<from>:<to>:loss            list   capped echo-probe rounds (JSON {sent, lost, at}), newest first
 //   P pair:<a>:<b>:probing             string owner of the probe running between a and b (a < b); PX
 //   P exec:<app>:<node>:<task>         string ExecProfile JSON
+//   P observed:<app>                   string AppCalibration JSON: what the app's tasks took in its removed
+//                                             deployments against their profiles (profilers/models/calibration.ts); PX
 //   P machine:<id>:timing              string the node timing task calls on machine <id> (execution profiler); PX
 //   P overhead:<node>                  string NodeOverhead JSON (profilers/overhead: hop and invocation costs)
 //   P link:<node>:home:fit, link:home:<node>:fit  the home's links (profilers/overhead)
@@ -44,6 +46,8 @@ export interface Keys {
   /** Held while a bandwidth probe runs between two hosts, in either direction (profilers/network). */
   pairProbe(a: string, b: string): string;
   exec(app: string, node: string, task: string): string;
+  /** What the app's tasks took at runtime against their profiles, kept across deployments. */
+  observed(app: string): string;
   /** Held while one node of the machine times a task's calls (profilers/agent/machine-turn.ts). */
   machineTiming(machine: string): string;
   /** NodeOverhead of one node (profilers/overhead). */
@@ -82,6 +86,7 @@ export function redisKeys(prefix: string = DEFAULT_PREFIX): Keys {
     linkLoss: (f, t) => `${p}link:${f}:${t}:loss`,
     pairProbe: (a, b) => (a < b ? `${p}pair:${a}:${b}:probing` : `${p}pair:${b}:${a}:probing`),
     exec: (a, n, t) => `${p}exec:${a}:${n}:${t}`,
+    observed: (a) => `${p}observed:${a}`,
     machineTiming: (m) => `${p}machine:${m}:timing`,
     overhead: (n) => `${p}overhead:${n}`,
     app: (a) => `${p}app:${a}:`,

@@ -155,7 +155,30 @@ interface Row {
   tasks: Record<string, { predicted: [number, number]; measured: [number, number, number] }>;
   deploySec: number;
   /** The profiles right after the deploy (what the mapper saw, give or take one refresh): per node hop / invocation ms, and each task's execution ms. */
-  profiled?: { hopMs: Record<string, number>; invokeMs: Record<string, number>; localHopMsPerMiB: Record<string, number | null>; execMs: Record<string, Record<string, number>> };
+  profiled?: { hopMs: Record<string, number>; invokeMs: Record<string, number>; localHopMsPerMiB: Record<string, number | null>; execMs: Record<string, Record<string, number>>; links?: CrossedLink[] };
+}
+
+/** A link between two nodes the placement's edges cross, as profiled right after the deploy. */
+interface CrossedLink {
+  link: string;
+  latencyMs: number;
+  mbitPerSec: number;
+  model?: string;
+  samples: number;
+}
+
+/** The node-to-node links the mapping's DAG edges cross (a wrong fit there moves the prediction most). */
+function crossedLinks(rec: { mapping: Record<string, string>; dag?: { tasks: Array<{ name: string; children: string[] }> } }, links: Array<{ from: string; to: string; latencySec: number; bandwidthBytesPerSec: number; model?: string; samples: number }>): CrossedLink[] {
+  const want = new Set<string>();
+  for (const t of rec.dag?.tasks ?? []) {
+    for (const c of t.children) {
+      const [a, b] = [rec.mapping[t.name], rec.mapping[c]];
+      if (a && b && a !== b) want.add(`${a}\u0000${b}`);
+    }
+  }
+  return links.filter((l) => want.has(`${l.from}\u0000${l.to}`)).map((l) => ({
+    link: `${l.from} -> ${l.to}`, latencyMs: +(l.latencySec * 1000).toFixed(2), mbitPerSec: +((l.bandwidthBytesPerSec * 8) / 1e6).toFixed(1), ...(l.model ? { model: l.model } : {}), samples: l.samples,
+  }));
 }
 
 async function runOne(app: string, mapper: string, path: string, state: TestbedState, work: string, redis: Redis): Promise<Row> {
@@ -178,6 +201,7 @@ async function runOne(app: string, mapper: string, path: string, state: TestbedS
       invokeMs: Object.fromEntries((snap.overheads ?? []).map((o) => [o.node, r1(o.invokeSec)])),
       localHopMsPerMiB: Object.fromEntries((snap.overheads ?? []).map((o) => [o.node, o.localHopSecPerByte === undefined ? null : r1(o.localHopSecPerByte * 2 ** 20)])),
       execMs,
+      links: crossedLinks(rec, snap.links),
     };
     const ctx: Ctx = { redis, prefix: DEFAULT_PREFIX, app: await loadApp(dep.appDir), runId: dep.runId };
     const dir = join(work, 'in', `${app}-${mapper}-${path}`);

@@ -7,6 +7,8 @@ import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import { mappers, placeHelperTasks, problemFromProfiles, simulate, type MapResult } from '../../mappers/index.js';
 import { isComplete, readProfiles } from '../profiles/read.js';
 import { requestExecProfiles } from '../profiles/exec.js';
+import { gatherCalibration } from '../profiles/calibration.js';
+import { calibrateExecProfiles } from '../../profilers/models/calibration.js';
 import { inputsHashes } from '../../profilers/exec/inputs-hash.js';
 import type { Progress } from '../progress.js';
 import { dagSummary } from '../telemetry/topics.js';
@@ -35,7 +37,10 @@ async function hasExecProfiles(app: AppSpec, snap: ProfileSnapshot): Promise<boo
   return mine.every((e) => e.inputsHash === undefined || e.inputsHash === hashes.get(e.task));
 }
 
-/** Live profiles for the app, waiting for agents and profiling execution as needed. */
+/**
+ * Live profiles for the app, waiting for agents and profiling execution as needed; its tasks' times
+ * scaled by what they took in its earlier deployments (profilers/models/calibration.ts).
+ */
 export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOptions, progress: Progress): Promise<ProfileSnapshot> {
   const step = progress.step('Collecting profiles from the node agents');
   const deadline = Date.now() + opts.waitMs;
@@ -81,7 +86,13 @@ export async function gatherProfiles(redis: Redis, app: AppSpec, opts: ProfileOp
     for (const r of res.replies) if (r.error) progress.info(`  ${r.node}: ${r.error} (the mapper uses default task times there)`);
     snap = await readProfiles(redis, { prefix: opts.prefix });
   }
-  return snap;
+  // What the app's tasks took in its earlier deployments (and the running one), against their profiles.
+  const cal = calibrateExecProfiles(snap, app.name, (await gatherCalibration(redis, opts.prefix, app.name, snap)).cal);
+  if (cal.applied.length > 0) {
+    const each = cal.applied.map((c) => `${c.task} x${c.ratio.toFixed(2)}`).join(', ');
+    progress.info(`task times scaled by what they took in earlier deployments (${cal.applied.reduce((s, c) => s + c.n, 0)} runs): ${each}`);
+  }
+  return cal.snapshot;
 }
 
 export interface PlaceOptions {

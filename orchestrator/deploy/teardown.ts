@@ -1,5 +1,7 @@
 // Removing a deployment: every runner (containers or processes, and the home's sink), then every
-// Redis key of the app. Node profiles stay: they describe the nodes, not the app.
+// Redis key of the app. Node profiles stay: they describe the nodes, not the app. Before the keys
+// go, what the app's tasks took against their profiles is kept for its next deploy
+// (orchestrator/profiles/calibration.ts).
 // Containers are looked for on the engines the deployment recorded (not only the engines of the
 // configuration in use now): a shell without the deploy-time JUPITER_CONFIG still reaches them.
 // When an engine of the deployment cannot be reached, the record and keys stay (so a later
@@ -7,6 +9,7 @@
 import type { Redis } from 'ioredis';
 import type { ClusterConfig, NodeConfig } from '../../config/types.js';
 import { teardownAppKeys } from '../../circe/queue/teardown.js';
+import { keepCalibration } from '../profiles/calibration.js';
 import { forgetApp, readDeployment, readDeploymentFile, type DeploymentRecord } from './record.js';
 import { homeRuntime, runtimeFor } from './runtimes.js';
 
@@ -51,6 +54,9 @@ export async function teardownApp(redis: Redis, cluster: ClusterConfig, app: str
   const rec = (await readDeployment(redis, cluster.redisPrefix, app)) ?? readDeploymentFile(cluster.stateDir, app);
   const { removed, unreached } = await teardownRunners(cluster, app, rec);
   if (unreached.length > 0) return { removed, unreached, record: rec };
+  // Evidence for the next deploy, never a reason for this teardown to fail.
+  const kept = await keepCalibration(redis, cluster.redisPrefix, app).catch(() => []);
+  if (kept.length > 0) removed.push(`kept what ${kept.join(', ')} took at runtime against their profiles, for the next deploy of ${app}`);
   const keys = await teardownAppKeys(redis, cluster.redisPrefix, app);
   await forgetApp(redis, cluster.redisPrefix, app, rec?.stateDir ?? cluster.stateDir);
   if (keys > 0) removed.push(`${keys} Redis key(s) of ${app} (queues, blobs, joins, records, events)`);

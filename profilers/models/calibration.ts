@@ -1,9 +1,9 @@
 // Task times as the runners saw them, kept for the next deploy of the app. The one-shot execution
 // profile (profilers/exec) times a task's calls back to back in a quiet process of the agent, on the
 // sample input; a deployed runner calls it once per item, between its own work on the item's bytes,
-// in its own container. On the edge-fog-cloud testbed camera's tasks took 1.6-2.7x their profiles
-// per isolated item (capture 6.7-10.7 ms against 3.8-4.9), every time, so the mapper placed and
-// priced the app on times it never ran at. A deployment's runtime records (orchestrator/adapt/records.ts)
+// in its own container. On the edge-fog-cloud testbed camera's tasks took 1.1-2.7x their profiles
+// per isolated item (capture 6.7-10.7 ms against 3.8-4.9 in a loaded run), always above, so the
+// mapper placed and priced the app on times it never ran at. A deployment's runtime records (orchestrator/adapt/records.ts)
 // say what its tasks took; when it is removed, each task keeps the ratio of those times to its
 // profile on the node that ran it, and the next deploy scales the task's profile on every node by
 // it. Pure functions, no I/O.

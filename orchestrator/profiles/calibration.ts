@@ -9,18 +9,12 @@ import { redisKeys } from '../../config/redis-keys.js';
 import type { ProfileSnapshot } from '../../config/types.js';
 import { calibrationOf, mergeCalibrations, type AppCalibration } from '../../profilers/models/calibration.js';
 import { readExecRecords } from '../adapt/records.js';
-import { readProfiles } from './read.js';
+import { parseJson, readProfiles } from './read.js';
 
 export const CALIBRATION_TTL_MS = 24 * 3600_000;
 
 export async function readCalibration(redis: Redis, prefix: string, app: string): Promise<AppCalibration> {
-  const raw = await redis.get(redisKeys(prefix).observed(app));
-  if (!raw) return {};
-  try {
-    return JSON.parse(raw) as AppCalibration;
-  } catch {
-    return {};
-  }
+  return parseJson<AppCalibration>(await redis.get(redisKeys(prefix).observed(app))) ?? {};
 }
 
 /**

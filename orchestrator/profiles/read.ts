@@ -20,7 +20,7 @@ export interface ProfileView {
   health: NetworkHealth;
 }
 
-function parseJson<T>(raw: string | null | undefined): T | undefined {
+export function parseJson<T>(raw: string | null | undefined): T | undefined {
   if (!raw) return undefined;
   try {
     return JSON.parse(raw) as T;

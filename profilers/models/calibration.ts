@@ -9,10 +9,11 @@
 // it. Pure functions, no I/O.
 import type { ExecProfile, ProfileSnapshot } from '../../config/types.js';
 import type { ExecRecord } from './exec-model.js';
+import { median } from '../overhead/median.js';
 
 /** What one task's runs took against its profile, in the deployments that ran it. */
 export interface TaskCalibration {
-  /** A run's time over the profile of its node: the CALIBRATION_QUANTILE of the runs' (the median). */
+  /** The median of the runs' times over the profiles of their nodes. */
   ratio: number;
   /** Runs it comes from. */
   n: number;
@@ -27,28 +28,18 @@ export type AppCalibration = Record<string, TaskCalibration>;
 
 /** Fewer runs of a task than this say nothing yet: its profile stands as it is. */
 export const MIN_CALIBRATION_RUNS = 5;
-/**
- * The median run. Not a lower quantile, though the mapper prices an isolated item and a stream's
- * runs include items that queued behind others on a host with a CPU quota: on the testbed camera's
- * items sent 100 ms apart took longer per task than those sent back to back (on fog1 48.5 against
- * 41 ms an item), and the lower quartile of the runs priced its tasks 1.1-1.6x below what the
- * isolated items then took.
- */
-export const CALIBRATION_QUANTILE = 0.5;
 /** Ratios are held within these: a task that stalled on its first items must not price it 100x. */
 export const CALIBRATION_BOUNDS: readonly [number, number] = [0.2, 5];
-
-function quantile(sorted: number[], q: number): number {
-  const i = (sorted.length - 1) * q;
-  const lo = Math.floor(i);
-  const hi = Math.ceil(i);
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (i - lo);
-}
 
 /**
  * Each task's calibration from its runs (`records`) and the profiles of `app` in `snapshot` (the
  * raw ones, not scaled by an earlier calibration). A run on a node without a profile of the task
- * counts for nothing; a task with fewer than MIN_CALIBRATION_RUNS runs gets none.
+ * counts for nothing; a task with fewer than MIN_CALIBRATION_RUNS runs gets none. The ratio is the
+ * runs' median, not a lower quantile, though the mapper prices an isolated item and a stream's runs
+ * include items that queued behind others on a host with a CPU quota: on the testbed camera's items
+ * sent 100 ms apart took longer per task than those sent back to back (on fog1 48.5 against 41 ms an
+ * item), and the lower quartile of the runs priced its tasks 1.1-1.6x below what the isolated items
+ * then took.
  */
 export function calibrationOf(records: ExecRecord[], snapshot: ProfileSnapshot, app: string, now: number): AppCalibration {
   const profile = new Map<string, ExecProfile>();
@@ -64,7 +55,7 @@ export function calibrationOf(records: ExecRecord[], snapshot: ProfileSnapshot, 
   const out: AppCalibration = {};
   for (const [task, { r, hash }] of ratios) {
     if (r.length < MIN_CALIBRATION_RUNS) continue;
-    const ratio = Math.min(CALIBRATION_BOUNDS[1], Math.max(CALIBRATION_BOUNDS[0], quantile(r.sort((a, b) => a - b), CALIBRATION_QUANTILE)));
+    const ratio = Math.min(CALIBRATION_BOUNDS[1], Math.max(CALIBRATION_BOUNDS[0], median(r)));
     out[task] = { ratio, n: r.length, at: now, ...(hash !== undefined ? { inputsHash: hash } : {}) };
   }
   return out;

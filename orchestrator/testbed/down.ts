@@ -62,7 +62,7 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
   // cgroups left by an engine that died before its stop.
   for (const h of state.hosts) {
     const name = `${tag}-${h.name}`;
-    if (removeCgroup(name)) out.push(`removed cgroup ${name}`);
+    if (await removeCgroup(name)) out.push(`removed cgroup ${name}`);
     else if (cgroupDirs(name).length > 0) out.push(`could NOT remove cgroup ${name} (still busy): rmdir it once its processes are gone`);
   }
   for (const f of [state.configFile, join(dir, 'stack'), join(dir, 'logs'), join(dir, STATE_FILE)]) rmSync(f, { recursive: true, force: true });

@@ -4,11 +4,12 @@
 // no bridge and no iptables rules: containers use host networking, i.e. the host's namespace.
 // A host's CPU limit is a cgroup of ours that dockerd puts every container under (--cgroup-parent),
 // so the agent and the runners there share that much CPU, like on a machine of that size.
-import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawnDockerd, stopDockerd, unmountUnder } from '../stack/dockerd.js';
 import { processStartMs } from '../../circe/runtime/pid.js';
+import { killAll, killProcessesUnder } from './procs.js';
 import { nsWrap } from './sh.js';
 import { ownsPid, type EngineState, type HostState, type TestbedState } from './state.js';
 
@@ -61,11 +62,35 @@ function removeCgroupTree(dir: string): boolean {
   }
 }
 
-/** Remove a cgroup of ours from every controller; true when one was there and is gone. */
-export function removeCgroup(name: string): boolean {
+/** The processes in a cgroup folder and the folders below it. */
+function cgroupPids(dir: string): number[] {
+  const out: number[] = [];
+  try {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) out.push(...cgroupPids(join(dir, e.name)));
+      else if (e.name === 'cgroup.procs') out.push(...readFileSync(join(dir, e.name), 'utf8').split('\n').filter(Boolean).map(Number));
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return out;
+}
+
+/**
+ * Remove a cgroup of ours from every controller; true when one was there and is gone. A cgroup
+ * with a process in it cannot go: what is still in it (a container's process its engine left,
+ * or one still exiting) is ours alone and is killed, and the removal is tried again for waitMs.
+ */
+export async function removeCgroup(name: string, waitMs = 10_000): Promise<boolean> {
   const dirs = cgroupDirs(name);
-  const removed = dirs.map((d) => removeCgroupTree(d));
-  return dirs.length > 0 && removed.every(Boolean);
+  if (dirs.length === 0) return false;
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    killAll(dirs.flatMap(cgroupPids));
+    if (dirs.map((d) => removeCgroupTree(d) || !existsSync(d)).every(Boolean)) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Every controller folder (v1) or the unified tree (v2) that holds a cgroup of that name. */
@@ -107,9 +132,13 @@ export async function stopEngine(host: HostState): Promise<string[]> {
   if (!e) return [];
   // A pid reused since is not signalled (ownsPid); its folders still go.
   const out = ownsPid(e) ? await stopDockerd(e.pid, e.socket, `the engine of ${host.name}`) : [];
+  // What a dockerd that was killed, or died, left running: its containerd, shims and containers.
+  const run = join(e.socket, '..');
+  const left = await killProcessesUnder([run, e.execRoot, e.dataRoot]);
+  if (left.length) out.push(`killed ${left.length} process(es) its engine left running (containerd, shims, containers)`);
   unmountUnder([e.execRoot, e.dataRoot]);
   // Asynchronous: the engines' data roots (tens of thousands of image files each) go in parallel.
-  await Promise.all([e.execRoot, e.dataRoot, join(e.socket, '..')].map((d) => rm(d, { recursive: true, force: true })));
-  if (e.cgroup) removeCgroup(e.cgroup);
+  await Promise.all([e.execRoot, e.dataRoot, run].map((d) => rm(d, { recursive: true, force: true })));
+  if (e.cgroup) await removeCgroup(e.cgroup);
   return out;
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createInvoker } from '../../circe/invoke/invoker.js';
 import { runHelper } from '../../circe/invoke/helper.js';
 import { fixtureAppDir, specOf } from './support.js';
-import { processCmdlines } from '../support/procs.js';
+import { processCmdlines } from '../../orchestrator/testbed/procs.js';
 
 describe('circe invoker', function () {
   this.timeout(20_000);

@@ -15,9 +15,9 @@ import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
 import { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
-import { CliSandbox, sleep } from '../support/faults.js';
+import { CliSandbox, sleep, until } from '../support/faults.js';
 import { appsDir } from '../support/paths.js';
-import { processCmdlines } from '../support/procs.js';
+import { processCmdlines } from '../../orchestrator/testbed/procs.js';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import { expectedDummyOutputs } from '../e2e/oracle.js';
@@ -232,9 +232,20 @@ describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (
 
   describe('down, and bad input', () => {
     it('`testbed down` leaves no namespace, veth, bridge, qdisc, iptables rule, engine, container, cgroup or folder', async () => {
+      // node1's engine dies first (kill -9): its containers and their shims go on running, in
+      // its cgroup, and down has no engine to ask to remove them.
+      const node1 = state!.hosts.find((h) => h.name === 'node1')!.engine!;
+      const shims = () => processCmdlines().filter((p) => p.cmd.includes('containerd-shim') && p.cmd.includes(`${node1.execRoot}/`));
+      expect(shims(), 'node1 runs containers').to.not.deep.equal([]);
+      process.kill(node1.pid, 'SIGKILL');
+      await until(() => !isAlive(node1.pid), 10_000, 'node1\'s dockerd to die');
+      expect(shims(), 'the shims outlive their engine').to.not.deep.equal([]);
       const r = await box!.ok(['testbed', 'down', '--dir', 'tb'], { timeoutMs: 150_000 });
+      expect(r.stdout).to.match(/node1: killed \d+ process\(es\) its engine left running/);
       expect(r.stdout).to.include(`removed bridge jtb${state!.id}br`);
-      expect(leftovers(state!, tbDir())).to.deep.equal([]);
+      const left = leftovers(state!, tbDir());
+      // Named in full: chai shortens a long array to its length.
+      expect(left, `left after down:\n${left.join('\n')}\n`).to.deep.equal([]);
       // The runs' outputs are the user's, not the testbed's: they stay.
       expect(existsSync(join(box!.cwd, 'runs'))).to.equal(true);
     });

@@ -1,0 +1,88 @@
+// What an emulated host's engine can leave running when it did not stop cleanly. dockerd removes
+// its containers and stops its containerd when asked; a dockerd killed after its grace time (a
+// loaded machine), or one whose containers would not go, leaves its containerd, a
+// containerd-shim per container and, under each shim, that container's processes. They hold the
+// host's cgroup, mounts under the exec root and the folders, so `testbed down` finds them by
+// the folders named on their command lines and kills each with everything under it.
+import { readdirSync, readFileSync } from 'node:fs';
+import { isAlive } from '../../circe/runtime/pid.js';
+
+export interface ProcLine {
+  pid: number;
+  /** The command line, arguments separated by spaces. */
+  cmd: string;
+}
+
+/** Every process of this machine with its command line (one that ends while being read is left out). */
+export function processCmdlines(): ProcLine[] {
+  const out: ProcLine[] = [];
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      out.push({ pid: Number(p), cmd: readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ') });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** pid -> parent pid, from /proc/<pid>/stat (comm may hold spaces and parentheses: read after the last ')'). */
+function parentPids(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      out.set(pid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** The pids given and every process below them. */
+export function withDescendants(roots: number[], parents: Map<number, number>): number[] {
+  const children = new Map<number, number[]>();
+  for (const [pid, ppid] of parents) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  const seen = new Set<number>();
+  const stack = [...roots];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return [...seen];
+}
+
+/**
+ * SIGKILL every process whose command line names one of these folders, and everything below it,
+ * then wait up to waitMs for them to be gone; the pids killed.
+ */
+export async function killProcessesUnder(folders: string[], waitMs = 5000): Promise<number[]> {
+  const procs = processCmdlines().filter((p) => p.pid !== process.pid);
+  const roots = procs.filter((p) => folders.some((f) => names(p.cmd, f))).map((p) => p.pid);
+  if (roots.length === 0) return [];
+  const pids = withDescendants(roots, parentPids(procs.map((p) => p.pid)));
+  killAll(pids);
+  const deadline = Date.now() + waitMs;
+  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return pids;
+}
+
+/** The folder itself or a path under it: /run/jtb5/node1 is not named by /run/jtb5/node10. */
+function names(cmd: string, folder: string): boolean {
+  const padded = `${cmd} `;
+  return padded.includes(`${folder}/`) || padded.includes(`${folder} `);
+}
+
+export function killAll(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}

@@ -3,6 +3,15 @@
 // full grace time.
 import { readFileSync } from 'node:fs';
 
+/**
+ * The fields of /proc/<pid>/stat after the command name (index 0 is field 3, the state); throws
+ * when there is none. The name may hold spaces and parentheses, so the split is at the last ')'.
+ */
+export function procStat(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 export function isAlive(pid: number | null | undefined): boolean {
   if (!pid) return false;
   try {
@@ -11,9 +20,7 @@ export function isAlive(pid: number | null | undefined): boolean {
     if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   try {
-    // /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses, so split at the last ')'.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+    return !/^[ZX]/.test(procStat(pid)[0]!);
   } catch {
     return process.platform !== 'linux'; // no /proc elsewhere: kill(0) said it exists
   }
@@ -41,9 +48,8 @@ let bootSec: number | undefined;
 export function processStartMs(pid: number): number | undefined {
   try {
     bootSec ??= Number(/^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1]);
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Field 22, starttime, in clock ticks since boot (USER_HZ: 100 on Linux).
-    const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    const ticks = Number(procStat(pid)[19]);
     return Number.isFinite(bootSec) && Number.isFinite(ticks) ? bootSec * 1000 + ticks * 10 : undefined;
   } catch {
     return undefined;

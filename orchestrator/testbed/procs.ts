@@ -5,7 +5,7 @@
 // host's cgroup, mounts under the exec root and the folders, so `testbed down` finds them by
 // the folders named on their command lines and kills each with everything under it.
 import { readdirSync, readFileSync } from 'node:fs';
-import { isAlive } from '../../circe/runtime/pid.js';
+import { isAlive, procStat } from '../../circe/runtime/pid.js';
 
 export interface ProcLine {
   pid: number;
@@ -27,13 +27,12 @@ export function processCmdlines(): ProcLine[] {
   return out;
 }
 
-/** pid -> parent pid, from /proc/<pid>/stat (comm may hold spaces and parentheses: read after the last ')'). */
+/** pid -> parent pid (field 4 of /proc/<pid>/stat). */
 function parentPids(pids: number[]): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      out.set(pid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      out.set(pid, Number(procStat(pid)[1]));
     } catch {
       // gone meanwhile
     }

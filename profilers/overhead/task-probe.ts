@@ -8,10 +8,10 @@
 // TaskRunner in this process on a private key prefix, `items` items one after the other; CPU of
 // this process + the task's Python worker + the Redis server (INFO cpu) per item. Removed after
 // (scratch-run.ts).
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
+import { procStat } from '../../circe/runtime/pid.js';
 import { median } from './median.js';
 import { ProbeRound } from './round.js';
 import { withScratchRun } from './scratch-run.js';
@@ -40,8 +40,7 @@ const SCRIPT = [
 function procCpuSec(pid: number | undefined): number {
   if (!pid) return 0;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = procStat(pid);
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch {
     return 0;

@@ -9,13 +9,16 @@ import { withStep } from '../progress.js';
 import { stopPid } from '../stack/state.js';
 import { removeNetwork } from './netns.js';
 import { removeFaultChain } from './faults.js';
+import { killProcessesWithEnv } from './procs.js';
 import { cgroupDirs, removeCgroup, stopEngine } from './engines.js';
 import { PREFIX } from './plan.js';
 import { STATE_FILE, ownsPid, requireTestbedState } from './state.js';
 
-/** Everything `down` removed, a line each. */
-export async function testbedDown(dir: string, progress: Progress): Promise<string[]> {
-  const state = requireTestbedState(dir);
+/**
+ * Everything `down` removed, a line each. `state`: the testbed's, when its folder is gone (`down
+ * --id`, from the copy in its run root).
+ */
+export async function testbedDown(dir: string, progress: Progress, state = requireTestbedState(dir)): Promise<string[]> {
   const out: string[] = [];
   const tag = `${PREFIX}${state.id}`;
   if (existsSync(state.configFile)) {
@@ -34,6 +37,14 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
         out.push(`stack down: ${(e as Error).message.split('\n')[0]}`);
       }
     });
+  }
+  if (state.redis) {
+    // A hub its stack's state no longer names (the folder deleted): found by the Redis URL it was
+    // given (this testbed's alone: its address and password), not by JUPITER_CONFIG, which a
+    // user's shell may export too.
+    const { HUB_REDIS_ENV } = await import('../stack/embedded.js');
+    const stray = await killProcessesWithEnv(HUB_REDIS_ENV, state.redis.url);
+    if (stray.length) out.push(`killed ${stray.length} process(es) of the testbed's stack that its state did not name (its hub)`);
   }
   const hosts = state.hosts.filter((h) => h.engine);
   if (hosts.length) {
@@ -66,7 +77,11 @@ export async function testbedDown(dir: string, progress: Progress): Promise<stri
     else if (cgroupDirs(name).length > 0) out.push(`could NOT remove cgroup ${name} (still busy): rmdir it once its processes are gone`);
   }
   for (const f of [state.configFile, join(dir, 'stack'), join(dir, 'logs'), join(dir, STATE_FILE)]) rmSync(f, { recursive: true, force: true });
-  if (existsSync(dir) && readdirSync(dir).length === 0) rmdirSync(dir);
+  if (!existsSync(dir)) {
+    out.push(`its folder ${dir} was gone already`);
+    return out;
+  }
+  if (readdirSync(dir).length === 0) rmdirSync(dir);
   out.push(`removed the testbed's files in ${dir}`);
   return out;
 }

@@ -5,7 +5,7 @@
 // host's cgroup, mounts under the exec root and the folders, so `testbed down` finds them by
 // the folders named on their command lines and kills each with everything under it.
 import { readdirSync, readFileSync } from 'node:fs';
-import { isAlive, procStat } from '../../circe/runtime/pid.js';
+import { isAlive, isAliveWith, procStat } from '../../circe/runtime/pid.js';
 
 export interface ProcLine {
   pid: number;
@@ -64,6 +64,18 @@ export async function killProcessesUnder(folders: string[], waitMs = 5000): Prom
   const roots = procs.filter((p) => folders.some((f) => names(p.cmd, f))).map((p) => p.pid);
   if (roots.length === 0) return [];
   const pids = withDescendants(roots, parentPids(procs.map((p) => p.pid)));
+  killAll(pids);
+  const deadline = Date.now() + waitMs;
+  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return pids;
+}
+
+/**
+ * SIGKILL every process started with `name=value` in its environment (a testbed's hub: given its
+ * Redis URL there), then wait up to waitMs; the pids killed.
+ */
+export async function killProcessesWithEnv(name: string, value: string, waitMs = 5000): Promise<number[]> {
+  const pids = processCmdlines().map((p) => p.pid).filter((pid) => pid !== process.pid && isAliveWith(pid, name, value));
   killAll(pids);
   const deadline = Date.now() + waitMs;
   while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

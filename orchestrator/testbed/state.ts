@@ -1,9 +1,10 @@
 // The testbed's state file (<dir>/testbed.json): everything `up` made, written as it goes, so that
 // `status`, `link` and `down` work from later CLI invocations, and `down` can undo a failed `up`.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { inputError } from '../../config/errors.js';
 import { isAliveSince } from '../../circe/runtime/pid.js';
+import { PREFIX } from './plan.js';
 
 /** A process the testbed started: its pid, and when (a pid reused since is not it: ownsPid). */
 export interface ProcessRecord {
@@ -81,22 +82,76 @@ export function testbedDir(dir: string | undefined): string {
 }
 
 export function readTestbedState(dir: string): TestbedState | undefined {
-  const file = join(dir, STATE_FILE);
+  return readStateFile(join(dir, STATE_FILE));
+}
+
+function readStateFile(file: string): TestbedState | undefined {
   if (!existsSync(file)) return undefined;
   return JSON.parse(readFileSync(file, 'utf8')) as TestbedState;
+}
+
+/** The folder a testbed was made in (its cluster configuration is there). */
+export function folderOf(state: TestbedState): string {
+  return dirname(state.configFile);
+}
+
+/**
+ * Every testbed on this machine, from the copy of its state each keeps in its run root
+ * (/run/jtb<id>/testbed.json): what `down --id` works from when the testbed's folder is gone.
+ */
+export function machineTestbeds(runBase = '/run'): TestbedState[] {
+  let names: string[] = [];
+  try {
+    names = readdirSync(runBase).filter((n) => n.startsWith(PREFIX));
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => {
+    try {
+      const s = readStateFile(join(runBase, n, STATE_FILE));
+      return s ? [s] : [];
+    } catch {
+      return []; // half written
+    }
+  });
+}
+
+/** The testbeds whose folder no longer holds their state, a line each with the command that removes them. */
+function orphanLines(): string[] {
+  return machineTestbeds()
+    .filter((s) => !existsSync(join(folderOf(s), STATE_FILE)))
+    .map((s) => `${s.name} (${PREFIX}${s.id}, made in ${folderOf(s)}): \`jupiter testbed down --id ${s.id}\``);
 }
 
 /** The state of a testbed that `up` made in dir; a clear error when there is none. */
 export function requireTestbedState(dir: string): TestbedState {
   const s = readTestbedState(dir);
-  if (!s) throw inputError(`no testbed in ${dir} (no ${STATE_FILE})`, { hint: 'start one with `jupiter testbed up <topology.json|edge-fog-cloud|mesh-N>`, or pass the --dir it was started with' });
+  if (!s) {
+    const orphans = orphanLines();
+    const also = orphans.length ? `; testbeds on this machine whose folder is gone: ${orphans.join('; ')}` : '';
+    throw inputError(`no testbed in ${dir} (no ${STATE_FILE})`, { hint: `start one with \`jupiter testbed up <topology.json|edge-fog-cloud|mesh-N>\`, or pass the --dir it was started with${also}` });
+  }
+  return s;
+}
+
+/** The state of testbed jtb<id> from its run root's copy, for `down --id`; a clear error when there is none. */
+export function requireTestbedById(id: string, runBase = '/run'): TestbedState {
+  const s = machineTestbeds(runBase).find((t) => t.id === id);
+  if (!s) {
+    const known = machineTestbeds(runBase).map((t) => `${t.id} (${t.name}, ${folderOf(t)})`);
+    throw inputError(`no testbed ${PREFIX}${id} on this machine (no ${join(runBase, `${PREFIX}${id}`, STATE_FILE)})`, { hint: known.length ? `testbeds here: ${known.join(', ')}` : 'there is no testbed on this machine' });
+  }
   return s;
 }
 
 export function writeTestbedState(dir: string, state: TestbedState): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = join(dir, STATE_FILE);
-  // Write then rename: a reader never sees half a file. 0600: the Redis URL holds a password.
-  writeFileSync(`${file}.tmp`, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-  renameSync(`${file}.tmp`, file);
+  // Also in the run root (root's tmpfs, gone at a reboot like everything the testbed made), so
+  // that a testbed whose folder was deleted can still be taken down (`down --id`).
+  mkdirSync(state.runRoot, { recursive: true, mode: 0o700 });
+  for (const file of [join(dir, STATE_FILE), join(state.runRoot, STATE_FILE)]) {
+    // Write then rename: a reader never sees half a file. 0600: the Redis URL holds a password.
+    writeFileSync(`${file}.tmp`, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+    renameSync(`${file}.tmp`, file);
+  }
 }

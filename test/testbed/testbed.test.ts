@@ -11,13 +11,13 @@
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
 import Docker from 'dockerode';
 import { Redis } from 'ioredis';
 import { redisKeys } from '../../config/redis-keys.js';
 import { CliSandbox, sleep, until } from '../support/faults.js';
 import { appsDir } from '../support/paths.js';
 import { processCmdlines } from '../../orchestrator/testbed/procs.js';
+import { leftovers } from './leftovers.js';
 import { loadApp } from '../../config/app/load.js';
 import type { AppSpec, ProfileSnapshot } from '../../config/types.js';
 import { expectedDummyOutputs } from '../e2e/oracle.js';
@@ -47,40 +47,6 @@ function shapedMbit(from: string, to: string): number {
   if ([from, to].sort().join() === 'node3,node4') return 30;
   const up = (n: string) => Number(TOPOLOGY.hosts.find((h) => h.name === n)!.uplink.replace('mbit', ''));
   return Math.min(up(from), up(to));
-}
-
-const sh = (cmd: string, args: string[]): string => {
-  try {
-    return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
-  } catch {
-    return '';
-  }
-};
-
-/** Everything of testbed jtb<id> still on the machine, one line each (empty: nothing left). */
-function leftovers(state: TestbedState, dir: string): string[] {
-  const tag = `jtb${state.id}`;
-  const out: string[] = [];
-  const netns = existsSync('/var/run/netns') ? readdirSync('/var/run/netns').filter((n) => n.startsWith(tag)) : [];
-  out.push(...netns.map((n) => `netns ${n}`));
-  out.push(...sh('ip', ['-o', 'link']).split('\n').filter((l) => l.includes(tag)).map((l) => `link ${l.slice(0, 60)}`));
-  out.push(...sh('tc', ['qdisc', 'show']).split('\n').filter((l) => l.includes(tag)).map((l) => `qdisc ${l}`));
-  out.push(...sh('iptables-save', []).split('\n').filter((l) => l.includes(tag)).map((l) => `iptables ${l}`));
-  for (const { pid, cmd } of processCmdlines()) {
-    if (cmd.includes(`/run/${tag}`) || cmd.includes(`/var/lib/${tag}`) || cmd.includes(dir)) out.push(`process ${pid}: ${cmd.slice(0, 100)}`);
-  }
-  for (const d of [state.runRoot, state.dataRoot, dir]) if (existsSync(d)) out.push(`folder ${d}`);
-  for (const c of existsSync('/sys/fs/cgroup') ? readdirSync('/sys/fs/cgroup') : []) {
-    const sub = join('/sys/fs/cgroup', c);
-    try {
-      out.push(...readdirSync(sub).filter((n) => n.startsWith(tag)).map((n) => `cgroup ${c}/${n}`));
-    } catch {
-      // not a folder
-    }
-  }
-  // A zombie (exited, its parent init not yet reaping) is gone.
-  if (state.redis && isAlive(state.redis.pid)) out.push(`redis pid ${state.redis.pid}`);
-  return out;
 }
 
 describe('jupiter testbed: 4 hosts with shaped links, each with its own engine (real CLI)', function () {

@@ -9,7 +9,7 @@ import { displayPath, readTextFile } from '../../../config/app/text.js';
 import { parseTopologyText, type Topology } from '../../../config/testbed/topology.js';
 import { action } from '../run.js';
 import { PRESETS, presetTopology } from '../../testbed/presets.js';
-import { requireTestbedState, testbedDir } from '../../testbed/state.js';
+import { folderOf, requireTestbedById, requireTestbedState, testbedDir } from '../../testbed/state.js';
 
 const DIR_HELP = 'the testbed\'s folder: state, cluster configuration, logs (default ./jupiter-testbed)';
 
@@ -77,13 +77,15 @@ export function register(program: Command): void {
     .command('down')
     .description('remove everything the testbed made: stack, engines and containers, Redis, namespaces, veths, bridge, qdiscs, rules, files')
     .option('--dir <folder>', DIR_HELP)
-    .action(action(async (flags: { dir?: string }) => {
-      const dir = testbedDir(flags.dir);
-      requireTestbedState(dir);
+    .option('--id <id>', 'the testbed jtb<id> (as `status` and the bridge name show it), when its folder was deleted')
+    .action(action(async (flags: { dir?: string; id?: string }) => {
+      if (flags.id !== undefined && flags.dir !== undefined) throw inputError('give --dir or --id, not both', { hint: '--id is for a testbed whose folder is gone' });
+      const state = flags.id !== undefined ? requireTestbedById(flags.id.replace(/^jtb/, '')) : requireTestbedState(testbedDir(flags.dir));
+      const dir = flags.id !== undefined ? folderOf(state) : testbedDir(flags.dir);
       const [{ testbedDown }, { createProgress }, { checkTestbedHost }] = await Promise.all([
         import('../../testbed/down.js'), import('../../progress.js'), import('../../testbed/preflight.js'),
       ]);
       checkTestbedHost();
-      for (const line of await testbedDown(dir, createProgress())) process.stdout.write(`${line}\n`);
+      for (const line of await testbedDown(dir, createProgress(), state)) process.stdout.write(`${line}\n`);
     }));
 }

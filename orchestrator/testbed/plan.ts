@@ -12,6 +12,8 @@ import { ip } from './sh.js';
 import type { HostState, TestbedState } from './state.js';
 
 export const PREFIX = 'jtb';
+/** Where each testbed's run root (sockets, exec roots, a copy of its state) goes: <RUN_BASE>/jtb<id>. */
+export const RUN_BASE = '/run';
 const MAX_HOSTS = 200;
 
 function toInt(a: string): number {
@@ -73,7 +75,7 @@ export function planTestbed(topo: Topology, configFile: string): TestbedState {
     hosts,
     rates: topo.rates,
     faults: {},
-    runRoot: `/run/${tag}`,
+    runRoot: `${RUN_BASE}/${tag}`,
     dataRoot: `/var/lib/${tag}`,
     configFile,
     createdAt: Date.now(),

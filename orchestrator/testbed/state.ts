@@ -1,10 +1,11 @@
 // The testbed's state file (<dir>/testbed.json): everything `up` made, written as it goes, so that
-// `status`, `link` and `down` work from later CLI invocations, and `down` can undo a failed `up`.
+// `status`, `link` and `down` work from later CLI invocations, and `down` can undo a failed `up`;
+// a copy in its run root (/run/jtb<id>) outlives a deleted folder (`down --id`).
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { inputError } from '../../config/errors.js';
 import { isAliveSince } from '../../circe/runtime/pid.js';
-import { PREFIX } from './plan.js';
+import { PREFIX, RUN_BASE } from './plan.js';
 
 /** A process the testbed started: its pid, and when (a pid reused since is not it: ownsPid). */
 export interface ProcessRecord {
@@ -99,19 +100,19 @@ export function folderOf(state: TestbedState): string {
  * Every testbed on this machine, from the copy of its state each keeps in its run root
  * (/run/jtb<id>/testbed.json): what `down --id` works from when the testbed's folder is gone.
  */
-export function machineTestbeds(runBase = '/run'): TestbedState[] {
+export function machineTestbeds(): TestbedState[] {
   let names: string[] = [];
   try {
-    names = readdirSync(runBase).filter((n) => n.startsWith(PREFIX));
+    names = readdirSync(RUN_BASE).filter((n) => n.startsWith(PREFIX));
   } catch {
     return [];
   }
   return names.flatMap((n) => {
     try {
-      const s = readStateFile(join(runBase, n, STATE_FILE));
+      const s = readStateFile(join(RUN_BASE, n, STATE_FILE));
       return s ? [s] : [];
     } catch {
-      return []; // half written
+      return []; // not ours to read: another program's folder of that name
     }
   });
 }
@@ -135,11 +136,12 @@ export function requireTestbedState(dir: string): TestbedState {
 }
 
 /** The state of testbed jtb<id> from its run root's copy, for `down --id`; a clear error when there is none. */
-export function requireTestbedById(id: string, runBase = '/run'): TestbedState {
-  const s = machineTestbeds(runBase).find((t) => t.id === id);
+export function requireTestbedById(id: string): TestbedState {
+  const all = machineTestbeds();
+  const s = all.find((t) => t.id === id);
   if (!s) {
-    const known = machineTestbeds(runBase).map((t) => `${t.id} (${t.name}, ${folderOf(t)})`);
-    throw inputError(`no testbed ${PREFIX}${id} on this machine (no ${join(runBase, `${PREFIX}${id}`, STATE_FILE)})`, { hint: known.length ? `testbeds here: ${known.join(', ')}` : 'there is no testbed on this machine' });
+    const known = all.map((t) => `${t.id} (${t.name}, ${folderOf(t)})`);
+    throw inputError(`no testbed ${PREFIX}${id} on this machine (no ${join(RUN_BASE, `${PREFIX}${id}`, STATE_FILE)})`, { hint: known.length ? `testbeds here: ${known.join(', ')}` : 'there is no testbed on this machine' });
   }
   return s;
 }

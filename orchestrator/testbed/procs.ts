@@ -63,19 +63,23 @@ export async function killProcessesUnder(folders: string[], waitMs = 5000): Prom
   const procs = processCmdlines().filter((p) => p.pid !== process.pid);
   const roots = procs.filter((p) => folders.some((f) => names(p.cmd, f))).map((p) => p.pid);
   if (roots.length === 0) return [];
-  const pids = withDescendants(roots, parentPids(procs.map((p) => p.pid)));
-  killAll(pids);
-  const deadline = Date.now() + waitMs;
-  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  return pids;
+  return killAndWait(withDescendants(roots, parentPids(procs.map((p) => p.pid))), waitMs);
+}
+
+/** The processes (but this one) started with `name=value` in their environment. */
+export function processesWithEnv(name: string, value: string): number[] {
+  return processCmdlines().map((p) => p.pid).filter((pid) => pid !== process.pid && isAliveWith(pid, name, value));
 }
 
 /**
  * SIGKILL every process started with `name=value` in its environment (a testbed's hub: given its
  * Redis URL there), then wait up to waitMs; the pids killed.
  */
-export async function killProcessesWithEnv(name: string, value: string, waitMs = 5000): Promise<number[]> {
-  const pids = processCmdlines().map((p) => p.pid).filter((pid) => pid !== process.pid && isAliveWith(pid, name, value));
+export function killProcessesWithEnv(name: string, value: string, waitMs = 5000): Promise<number[]> {
+  return killAndWait(processesWithEnv(name, value), waitMs);
+}
+
+async function killAndWait(pids: number[], waitMs: number): Promise<number[]> {
   killAll(pids);
   const deadline = Date.now() + waitMs;
   while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

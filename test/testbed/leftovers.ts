@@ -2,9 +2,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, isAliveWith } from '../../circe/runtime/pid.js';
+import { isAlive } from '../../circe/runtime/pid.js';
 import { HUB_REDIS_ENV } from '../../orchestrator/stack/embedded.js';
-import { processCmdlines } from '../../orchestrator/testbed/procs.js';
+import { processCmdlines, processesWithEnv } from '../../orchestrator/testbed/procs.js';
 import type { TestbedState } from '../../orchestrator/testbed/state.js';
 
 const sh = (cmd: string, args: string[]): string => {
@@ -39,6 +39,6 @@ export function leftovers(state: TestbedState, dir: string): string[] {
   // A zombie (exited, its parent init not yet reaping) is gone.
   if (state.redis && isAlive(state.redis.pid)) out.push(`redis pid ${state.redis.pid}`);
   // Its hub (named by the Redis URL it was given, not on its command line).
-  if (state.redis) for (const { pid, cmd } of processCmdlines()) if (pid !== process.pid && isAliveWith(pid, HUB_REDIS_ENV, state.redis.url)) out.push(`hub ${pid}: ${cmd.slice(0, 100)}`);
+  if (state.redis) out.push(...processesWithEnv(HUB_REDIS_ENV, state.redis.url).map((pid) => `hub pid ${pid}`));
   return out;
 }
